@@ -1,0 +1,200 @@
+"""Settings and named targets.
+
+A *target* says where a vLLM server is and how to authenticate to it. Resolution order for a
+command (first match wins):
+
+    --url URL               an ad-hoc target, no auth unless --token-env is given
+    --target NAME           a named target from the config file
+    INFERCTL_TARGET         the same, from the environment
+    default_target          from the config file
+    "local"                 the embedded local engine (its port comes from its state file)
+
+The config file is TOML at ``~/.config/inferctl/config.toml`` (``INFERCTL_CONFIG`` overrides)::
+
+    default_target = "l4"
+
+    [targets.l4]
+    url = "https://gemma-l4-abc123-uc.a.run.app"
+    auth = "google-id-token"          # none | bearer | google-id-token
+    model = "gemma-4-12b"             # optional: which served model to use
+
+    [targets.lab]
+    url = "http://10.0.0.5:8000"
+    auth = "bearer"
+    token_env = "LAB_VLLM_TOKEN"      # the token itself never lives in the file
+
+Secrets never live in the config file: a bearer target names the environment variable that
+holds the token.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from inferctl.errors import ConfigError
+
+LOCAL = "local"
+
+AuthKind = Literal["none", "bearer", "google-id-token"]
+
+
+class Target(BaseModel):
+    """Where a vLLM server is and how to reach it."""
+
+    name: str = Field(description="Target name ('local', a config entry, or 'url' for --url).")
+    url: str = Field(description="Base URL of the OpenAI-compatible server, without /v1.")
+    auth: AuthKind = "none"
+    token_env: str | None = Field(
+        default=None, description="Environment variable holding the bearer token (auth=bearer)."
+    )
+    audience: str | None = Field(
+        default=None, description="ID-token audience for Cloud Run IAM (defaults to the URL)."
+    )
+    model: str | None = Field(default=None, description="Served model to use; default: the first served.")
+    local: bool = Field(default=False, description="True for the managed local engine.")
+
+    @field_validator("url")
+    @classmethod
+    def _url_has_scheme(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"target URL must start with http:// or https:// (got {value!r})")
+        if value.endswith("/v1"):
+            value = value[: -len("/v1")]
+        return value
+
+
+class TargetEntry(BaseModel):
+    """A target as written in the config file (the name is the table key)."""
+
+    url: str
+    auth: AuthKind = "none"
+    token_env: str | None = None
+    audience: str | None = None
+    model: str | None = None
+
+
+class Settings(BaseSettings):
+    """Process-wide settings from ``INFERCTL_*`` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="INFERCTL_", extra="ignore")
+
+    config: Path | None = Field(default=None, description="Path of the TOML config file.")
+    target: str | None = Field(default=None, description="Default target name.")
+    home: Path | None = Field(
+        default=None, description="Where inferctl keeps state and caches (default: user dirs)."
+    )
+
+
+class ConfigFile(BaseModel):
+    default_target: str | None = None
+    targets: dict[str, TargetEntry] = Field(default_factory=dict)
+
+
+def settings() -> Settings:
+    return Settings()
+
+
+def config_path(s: Settings | None = None) -> Path:
+    s = s or settings()
+    if s.config is not None:
+        return s.config
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "inferctl" / "config.toml"
+
+
+def load_config(path: Path | None = None) -> ConfigFile:
+    """Read the config file; a missing file is an empty config, a broken one a ConfigError."""
+    path = path or config_path()
+    if not path.exists():
+        return ConfigFile()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"Cannot read config file {path}: {exc}.") from None
+    try:
+        return ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"Config file {path} is invalid at '{where}': {first['msg']}.") from None
+
+
+def state_dir() -> Path:
+    """Where runtime state lives (the local engine's state file and logs)."""
+    s = settings()
+    if s.home is not None:
+        return s.home / "state"
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("inferctl"))
+
+
+def cache_dir() -> Path:
+    """Where built artifacts live (the tiny local checkpoint)."""
+    s = settings()
+    if s.home is not None:
+        return s.home / "cache"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("inferctl"))
+
+
+def data_dir() -> Path:
+    """Where results live (benchmark run directories)."""
+    s = settings()
+    if s.home is not None:
+        return s.home / "data"
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("inferctl"))
+
+
+def resolve_target(
+    name: str | None = None,
+    url: str | None = None,
+    *,
+    model: str | None = None,
+    token_env: str | None = None,
+) -> Target:
+    """Turn the --target / --url flags into a Target (see the module docstring for the order)."""
+    try:
+        if url:
+            auth: AuthKind = "bearer" if token_env else "none"
+            return Target(name="url", url=url, auth=auth, token_env=token_env, model=model)
+        s = settings()
+        cfg = load_config(config_path(s))
+        chosen = name or s.target or cfg.default_target or LOCAL
+        if chosen in cfg.targets:
+            entry = cfg.targets[chosen]
+            target = Target(name=chosen, **entry.model_dump())
+        elif chosen == LOCAL:
+            from inferctl.local.state import local_url
+
+            target = Target(name=LOCAL, url=local_url(), local=True)
+        else:
+            known = ", ".join(sorted([LOCAL, *cfg.targets])) or LOCAL
+            raise ConfigError(f"Unknown target '{chosen}'; known targets: {known}.")
+    except ValidationError as exc:
+        raise ConfigError(f"Invalid target: {exc.errors()[0]['msg']}.") from None
+    if model:
+        target = target.model_copy(update={"model": model})
+    if token_env:
+        target = target.model_copy(update={"auth": "bearer", "token_env": token_env})
+    return target
+
+
+def list_targets() -> list[Target]:
+    """The local target plus every named target in the config file."""
+    from inferctl.local.state import local_url
+
+    cfg = load_config()
+    out = [Target(name=LOCAL, url=local_url(), local=True)]
+    out += [Target(name=n, **e.model_dump()) for n, e in sorted(cfg.targets.items())]
+    return out

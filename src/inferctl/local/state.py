@@ -1,0 +1,83 @@
+"""The local engine's state file: which process, which port, which model, which log.
+
+Written by ``inferctl local up`` once the process is spawned, removed by ``local down``. Readers
+must tolerate a missing file (engine never started) and a corrupt one (a clear ConfigError, not a
+traceback), and must check the pid is alive before trusting it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from inferctl.errors import LocalEngineError
+
+DEFAULT_PORT = 8321
+HOST = "127.0.0.1"
+
+
+class EngineState(BaseModel):
+    pid: int
+    port: int
+    host: str = HOST
+    model_dir: str = Field(description="Directory of the served checkpoint.")
+    served_model_name: str
+    log_path: str
+    started_at: float = Field(description="Unix time the process was spawned.")
+    argv: list[str] = Field(default_factory=list, description="The exact engine command line.")
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def state_file() -> Path:
+    from inferctl.config import state_dir
+
+    return state_dir() / "local-engine.json"
+
+
+def read_state() -> EngineState | None:
+    """The recorded state, or None when no engine was started. Corrupt files raise."""
+    path = state_file()
+    if not path.exists():
+        return None
+    try:
+        return EngineState.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, ValidationError):
+        raise LocalEngineError(
+            f"The local engine state file {path} is corrupt; run `inferctl local down` to reset it."
+        ) from None
+
+
+def write_state(state: EngineState) -> None:
+    path = state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(state.model_dump_json(indent=2), encoding="utf-8")
+    os.replace(tmp, path)  # atomic: a reader never sees half a file
+
+
+def clear_state() -> None:
+    state_file().unlink(missing_ok=True)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def local_url() -> str:
+    """URL of the local engine: from the state file, or the default port when none is recorded."""
+    state = read_state()
+    if state is None:
+        return f"http://{HOST}:{DEFAULT_PORT}"
+    return state.url

@@ -1,0 +1,204 @@
+"""Streaming one OpenAI-compatible request and timing it.
+
+This is the measurement core shared by ``inferctl query --stats`` and the load generator, so the
+definitions live here, next to the code that computes them (docs/metrics.md repeats them):
+
+- **send**: ``perf_counter()`` just before the request is handed to the HTTP client.
+- **TTFT**: first *content* chunk minus send. The role-only chunk vLLM sends first (empty
+  ``content``) is not a token; a reasoning delta is.
+- **chunk times**: the arrival time of every chunk that carries content. ITL is the gaps between
+  them; several tokens may share a chunk (speculative decoding), so ITL is per chunk, not per token.
+- **end**: the last content chunk (the trailing usage-only chunk and ``[DONE]`` do not move it).
+- **TPOT**: (end - first token) / (completion_tokens - 1), per request, with ``completion_tokens``
+  from the server's ``usage`` (never counted from chunks).
+
+Failures are data: ``stream()`` never raises for a request-level failure. It returns a
+``StreamResult`` whose ``status`` says what happened; ``raise_for_status()`` turns that into the
+exception a CLI user should see.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+Status = Literal["ok", "http_error", "timeout", "connection_error", "stream_broken"]
+
+
+@dataclass(slots=True)
+class StreamResult:
+    """Everything measured about one streamed request (times are ``perf_counter`` seconds)."""
+
+    status: Status = "ok"
+    http_status: int | None = None
+    error: str = ""
+    send_time: float = 0.0
+    first_token_time: float | None = None
+    end_time: float | None = None
+    chunk_times: list[float] = field(default_factory=list)
+    text: str = ""
+    reasoning: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def ttft(self) -> float | None:
+        if self.first_token_time is None:
+            return None
+        return self.first_token_time - self.send_time
+
+    @property
+    def e2e(self) -> float | None:
+        if self.end_time is None:
+            return None
+        return self.end_time - self.send_time
+
+    @property
+    def tpot(self) -> float | None:
+        """Mean time per output token after the first; None with fewer than two tokens."""
+        n = self.completion_tokens
+        if n is None or n < 2 or self.first_token_time is None or self.end_time is None:
+            return None
+        return (self.end_time - self.first_token_time) / (n - 1)
+
+    @property
+    def itls(self) -> list[float]:
+        t = self.chunk_times
+        return [b - a for a, b in zip(t, t[1:], strict=False)]
+
+    def raise_for_status(self, url: str = "") -> None:
+        """Raise the EndpointError a user should see for a failed request."""
+        from inferctl.server.errors import error_for_status
+
+        if self.status == "ok":
+            return
+        raise error_for_status(self, url)
+
+
+def _content_of(chunk: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(content, reasoning, finish_reason) of one chat or completions chunk."""
+    choices = chunk.get("choices") or []
+    if not choices:
+        return "", "", None
+    choice = choices[0]
+    finish = choice.get("finish_reason")
+    if "delta" in choice:
+        delta = choice.get("delta") or {}
+        reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
+        return delta.get("content") or "", reasoning, finish
+    return choice.get("text") or "", "", finish
+
+
+async def stream(
+    client: httpx.AsyncClient,
+    path: str,
+    payload: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: httpx.Timeout | None = None,
+    on_delta: Callable[[str], None] | None = None,
+) -> StreamResult:
+    """POST a streaming request and time every chunk. Never raises for request failures.
+
+    ``on_delta`` receives each piece of content as it arrives (for showing the answer live).
+    """
+    result = StreamResult()
+    buf = b""
+    done = False
+    result.send_time = time.perf_counter()
+    try:
+        kwargs: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+        async with client.stream("POST", path, json=payload, headers=headers, **kwargs) as resp:
+            if resp.status_code != 200:
+                body = (await resp.aread()).decode("utf-8", "replace")
+                result.status, result.http_status = "http_error", resp.status_code
+                result.error = _error_message(body)
+                return result
+            result.http_status = 200
+            async for raw in resp.aiter_bytes():
+                now = time.perf_counter()
+                buf += raw
+                # SSE events end with a blank line; keep an incomplete tail for the next read.
+                *events, buf = buf.split(b"\n\n")
+                for event in events:
+                    for line in event.split(b"\n"):
+                        line = line.strip()
+                        if not line.startswith(b"data:"):
+                            continue  # comments (":") and other SSE fields
+                        data = line[5:].strip()
+                        if data == b"[DONE]":
+                            done = True
+                            continue
+                        try:
+                            chunk = json.loads(data)
+                        except ValueError:
+                            result.status, result.error = "stream_broken", f"unparseable chunk: {data[:120]!r}"
+                            return result
+                        if "error" in chunk:
+                            err = chunk["error"]
+                            result.status = "stream_broken"
+                            result.error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+                            return result
+                        piece = _absorb(result, chunk, now)
+                        if piece and on_delta is not None:
+                            on_delta(piece)
+    except httpx.TimeoutException as exc:
+        result.status, result.error = "timeout", f"timed out ({type(exc).__name__})"
+        return result
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        result.status, result.error = "connection_error", str(exc) or type(exc).__name__
+        return result
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        result.status, result.error = "stream_broken", str(exc) or type(exc).__name__
+        return result
+    if not done:
+        result.status, result.error = "stream_broken", "stream ended before [DONE]"
+    elif result.first_token_time is None and (result.completion_tokens or 0) > 0:
+        result.status, result.error = "stream_broken", "no content chunk received"
+    return result
+
+
+def _absorb(result: StreamResult, chunk: dict[str, Any], now: float) -> str:
+    """Fold one chunk into the result; returns the new content text."""
+    content, reasoning, finish = _content_of(chunk)
+    if content or reasoning:
+        if result.first_token_time is None:
+            result.first_token_time = now
+        result.chunk_times.append(now)
+        result.end_time = now
+        result.text += content
+        result.reasoning += reasoning
+    if finish is not None:
+        result.finish_reason = finish
+        if result.end_time is None:
+            result.end_time = now
+    usage = chunk.get("usage")
+    if usage:
+        result.prompt_tokens = usage.get("prompt_tokens")
+        result.completion_tokens = usage.get("completion_tokens")
+    return content
+
+
+def _error_message(body: str) -> str:
+    """The server's error message from an OpenAI-style error body, else a short excerpt."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return " ".join(body.split())[:300]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and "message" in err:
+            return str(err["message"])[:500]
+        if isinstance(data.get("detail"), str):
+            return data["detail"][:500]
+    return " ".join(body.split())[:300]

@@ -1,0 +1,232 @@
+"""A fake vLLM/OpenAI server on 127.0.0.1 for tests that need controlled behaviour.
+
+The real engine is what integration tests use; this fake exists for what the real engine cannot
+be made to do on demand: a fixed TTFT and inter-token latency, 401s, a dead engine (503), errors
+mid-stream, a slow server. It speaks real HTTP (uvicorn in a thread), so the client under test
+runs unchanged.
+
+    with FakeVLLM(FakeConfig(ttft_ms=20, itl_ms=5)) as fake:
+        target = Target(name="url", url=fake.url)
+
+Tokenization is one token per character (the fake has no tokenizer), so a prompt of N
+characters is N prompt tokens; chat messages add ``chat_overhead_tokens``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@dataclass
+class FakeConfig:
+    model: str = "fake-model"
+    max_model_len: int = 4096
+    version: str = "0.32.0"
+    ttft_ms: float = 5.0
+    itl_ms: float = 1.0
+    default_max_tokens: int = 16
+    chat_overhead_tokens: int = 8
+    health_status: int = 200
+    require_token: str | None = None
+    fail_every: int = 0  # every Nth generation request answers 500
+    break_stream_after: int | None = None  # emit this many tokens, then an error event
+    metrics_text: str | None = None
+    served: list[str] = field(default_factory=list)
+
+
+class _State:
+    def __init__(self, cfg: FakeConfig) -> None:
+        self.cfg = cfg
+        self.requests = 0
+        self.running = 0
+        self.max_running = 0
+        self.seen_payloads: list[dict] = []
+
+
+def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
+    state = _State(cfg)
+
+    def unauthorized(request: Request) -> Response | None:
+        if cfg.require_token and request.headers.get("authorization") != f"Bearer {cfg.require_token}":
+            return JSONResponse({"error": "Unauthorized"}, status_code=401)
+        return None
+
+    def error(message: str, code: int, type_: str = "BadRequestError") -> JSONResponse:
+        return JSONResponse({"error": {"message": message, "type": type_, "param": None, "code": code}},
+                            status_code=code)
+
+    async def health(request: Request) -> Response:
+        return Response(status_code=cfg.health_status)
+
+    async def version(request: Request) -> Response:
+        return JSONResponse({"version": cfg.version})
+
+    async def models(request: Request) -> Response:
+        if (r := unauthorized(request)) is not None:
+            return r
+        names = cfg.served or [cfg.model]
+        data = [{"id": n, "object": "model", "created": 1763772000, "owned_by": "vllm", "root": f"/models/{n}",
+                 "parent": None, "max_model_len": cfg.max_model_len, "permission": []} for n in names]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def metrics(request: Request) -> Response:
+        text = cfg.metrics_text
+        if text is None:
+            text = (
+                "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+                "# TYPE vllm:num_requests_running gauge\n"
+                f'vllm:num_requests_running{{engine="0",model_name="{cfg.model}"}} {float(state.running)}\n'
+            )
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def tokenize(request: Request) -> Response:
+        body = await request.json()
+        if "messages" in body:
+            text = "".join(str(m.get("content", "")) for m in body["messages"])
+            tokens = [ord(c) % 512 for c in text] + [1] * cfg.chat_overhead_tokens
+        else:
+            tokens = [ord(c) % 512 for c in body.get("prompt", "")]
+        return JSONResponse({"count": len(tokens), "max_model_len": cfg.max_model_len, "tokens": tokens,
+                             "token_strs": None})
+
+    async def detokenize(request: Request) -> Response:
+        body = await request.json()
+        return JSONResponse({"prompt": "".join(chr(97 + t % 26) for t in body.get("tokens", []))})
+
+    async def generate(request: Request, chat: bool) -> Response:
+        if (r := unauthorized(request)) is not None:
+            return r
+        body = await request.json()
+        state.seen_payloads.append(body)
+        state.requests += 1
+        if body.get("model") not in (cfg.served or [cfg.model]):
+            return error(f"The model `{body.get('model')}` does not exist.", 404, "NotFoundError")
+        if cfg.fail_every and state.requests % cfg.fail_every == 0:
+            return error("injected failure", 500, "InternalServerError")
+        if chat:
+            prompt_tokens = sum(len(str(m.get("content", ""))) for m in body["messages"]) + cfg.chat_overhead_tokens
+        else:
+            p = body.get("prompt", "")
+            prompt_tokens = len(p)
+        max_tokens = body.get("max_tokens") or cfg.default_max_tokens
+        if prompt_tokens >= cfg.max_model_len:
+            return error(f"This model's maximum context length is {cfg.max_model_len} tokens. However, your "
+                         f"prompt contains {prompt_tokens} input tokens.", 400)
+        n_out = min(max_tokens, cfg.max_model_len - prompt_tokens)
+        if not body.get("stream"):
+            return error("the fake only streams", 400)
+        include_usage = (body.get("stream_options") or {}).get("include_usage", False)
+        obj = "chat.completion.chunk" if chat else "text_completion"
+
+        def chunk(text: str | None, finish: str | None = None, role: bool = False) -> bytes:
+            if chat:
+                delta = {"role": "assistant", "content": ""} if role else {"content": text}
+                choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            else:
+                choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+            return f"data: {json.dumps({'id': 'x', 'object': obj, 'model': cfg.model, 'choices': [choice]})}\n\n".encode()
+
+        async def gen():
+            state.running += 1
+            state.max_running = max(state.max_running, state.running)
+            try:
+                if chat:
+                    yield chunk(None, role=True)
+                await asyncio.sleep(cfg.ttft_ms / 1000)
+                for i in range(n_out):
+                    if cfg.break_stream_after is not None and i == cfg.break_stream_after:
+                        yield b'data: {"error": {"message": "engine crashed", "code": 500}}\n\n'
+                        yield b"data: [DONE]\n\n"
+                        return
+                    if i:
+                        await asyncio.sleep(cfg.itl_ms / 1000)
+                    yield chunk("ab"[i % 2], "length" if i == n_out - 1 else None)
+                if include_usage:
+                    usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + n_out,
+                             "completion_tokens": n_out}
+                    yield f"data: {json.dumps({'id': 'x', 'object': obj, 'choices': [], 'usage': usage})}\n\n".encode()
+                yield b"data: [DONE]\n\n"
+            finally:
+                state.running -= 1
+
+        return StreamingResponse(gen(), media_type="text/event-stream")
+
+    async def chat(request: Request) -> Response:
+        return await generate(request, chat=True)
+
+    async def completions(request: Request) -> Response:
+        return await generate(request, chat=False)
+
+    app = Starlette(routes=[
+        Route("/health", health), Route("/version", version), Route("/v1/models", models),
+        Route("/metrics", metrics), Route("/tokenize", tokenize, methods=["POST"]),
+        Route("/detokenize", detokenize, methods=["POST"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+    ])
+    return app, state
+
+
+def html_app() -> Starlette:
+    """A web server that is not vLLM: every path is an HTML page or a 404."""
+
+    async def page(request: Request) -> Response:
+        if request.url.path == "/":
+            return HTMLResponse("<!doctype html><html><body>Welcome to nginx!</body></html>")
+        return HTMLResponse("<html><body><h1>404 Not Found</h1></body></html>", status_code=404)
+
+    return Starlette(routes=[Route("/{path:path}", page, methods=["GET", "POST"])])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerThread:
+    """Runs an ASGI app with uvicorn on 127.0.0.1 in a daemon thread."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.port = free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error", lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("fake server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=5)
+
+
+class FakeVLLM(ServerThread):
+    def __init__(self, cfg: FakeConfig | None = None) -> None:
+        self.cfg = cfg or FakeConfig()
+        app, self.state = build_app(self.cfg)
+        super().__init__(app)
