@@ -26,6 +26,8 @@ _VLLM = re.compile(
     rf"(?:{_PROC})?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
     r"(?P<ts>\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:[.,]\d+)?\s+\[?(?P<src>[\w./<>-]+:\d+)\]\s?(?P<msg>.*)$"
 )
+# Cheap test before the full search: a vLLM prefix always has an "MM-DD HH:MM:SS" timestamp.
+_HAS_TS = re.compile(r"\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
 _PROC_ONLY = re.compile(rf"^{_PROC}(?P<msg>.*)$")
 _UVICORN = re.compile(r"^(?P<level>WARNING|ERROR|CRITICAL):\s+(?P<msg>.*)$")
 _PY_WARNING = re.compile(r":\d+: (?P<kind>\w*Warning): (?P<msg>.*)$")
@@ -52,8 +54,9 @@ def split_lines(text: str) -> list[LogLine]:
     """Split log text into lines, colours removed and vLLM's prefix parsed."""
     out = []
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = _ANSI.sub("", raw).rstrip()
-        if m := _VLLM.search(line):
+        line = (_ANSI.sub("", raw) if "\x1b" in raw else raw).rstrip()
+        m = _VLLM.match(line) or (_VLLM.search(line) if _HAS_TS.search(line) else None)
+        if m:
             level = "WARNING" if m["level"] == "WARN" else m["level"]
             pid = int(m["pid"]) if m["pid"] else None
             out.append(LogLine(number, m["msg"], level, m["ts"], m["proc"], pid, m["src"]))

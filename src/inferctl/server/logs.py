@@ -72,6 +72,30 @@ _P = {
     "spec": r"SpecDecoding metrics: ",
 }
 _RE = {k: re.compile(v) for k, v in _P.items()}
+# A literal every line of that kind contains: one pass over a long log finds the few candidate lines
+# (a day of serving is mostly access-log and stats lines), then only their own patterns run.
+_ANCHOR = {
+    "platform": "Automatically detected platform", "api_version": "vLLM API server version",
+    "engine_config": "LLM engine (v", "non_default": "non-default args: ", "namespace": "args: Namespace(",
+    "tpu_info": "TPU info: node_name=", "architecture": "Resolved architecture: ",
+    "max_model_len": "Using max model len ", "chunked": "Chunked prefill is enabled",
+    "block_forced": "block size to ", "kv_dtype_line": "data type to store kv cache",
+    "load_start": "Starting to load model ", "model_loading": "Model loading took ",
+    "weights_gb": "Loading model weights took ", "weights_s": "Loading weights took ",
+    "kv_memory": "Available KV cache memory: ", "kv_size": " KV cache size: ",
+    "concurrency": "Maximum concurrency for ", "blocks": " blocks: ", "blocks_info": "num_gpu_blocks is: ",
+    "graph": "Graph capturing finished in ", "graph_estimate": "Estimated CUDA graph memory: ",
+    "compile_total": "torch.compile takes ", "compile_graph": "Compiling a graph for ",
+    "dynamo": "Dynamo bytecode transform time: ", "warmup": "Initial profiling/warmup run took ",
+    "init_engine": "init engine (profile", "server_url": "Starting vLLM ",
+    "tpu_memory": "Memory statistics | ",
+    "hybrid": "Hybrid KV cache layout: ", "padding": " padding layers, ", "stats": "Avg prompt throughput: ",
+    "spec": "SpecDecoding metrics: ",
+}  # fmt: skip
+_KEYS_BY_ANCHOR: dict[str, list[str]] = {}
+for _key, _anchor in _ANCHOR.items():
+    _KEYS_BY_ANCHOR.setdefault(_anchor, []).append(_key)
+_ANCHORS = re.compile("|".join(re.escape(a) for a in sorted(_KEYS_BY_ANCHOR, key=len, reverse=True)))
 _OPENERS = ("platform", "api_version", "engine_config", "non_default", "namespace", "tpu_info")
 _LATE = ("model_loading", "weights_gb", "weights_s", "kv_memory", "kv_size", "blocks", "concurrency", "graph")
 _LATE += ("compile_total", "warmup", "init_engine", "server_url", "stats", "tpu_memory", "hybrid")
@@ -241,14 +265,31 @@ def _dict_repr(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _segment(lines: list[LogLine]) -> tuple[list[LogLine], int]:
+Hits = dict[str, re.Match[str]]
+
+
+def _hits(lines: list[LogLine]) -> list[tuple[LogLine, Hits]]:
+    """The recognised lines, each with the patterns it matched."""
+    out = []
+    for line in lines:
+        anchors = _ANCHORS.findall(line.message)
+        if not anchors:
+            continue
+        keys = {k for a in anchors for k in _KEYS_BY_ANCHOR[a]}
+        hits = {k: m for k in keys if (m := _RE[k].search(line.message))}
+        if hits:
+            out.append((line, hits))
+    return out
+
+
+def _segment(lines: list[tuple[LogLine, Hits]]) -> tuple[list[tuple[LogLine, Hits]], int]:
     """The lines of the last startup, and how many startups there were."""
     start, startups, late = 0, 0, False
-    for i, line in enumerate(lines):
-        if any(_RE[k].search(line.message) for k in _OPENERS):
+    for i, (_, hits) in enumerate(lines):
+        if any(k in hits for k in _OPENERS):
             if late or startups == 0:
                 start, startups, late = i, startups + 1, False
-        elif any(_RE[k].search(line.message) for k in _LATE):
+        elif any(k in hits for k in _LATE):
             startups = max(startups, 1)
             late = True
     return lines[start:], startups
@@ -281,21 +322,18 @@ def parse_startup_log(text: str) -> MemoryLayout:
 
     Never raises on odd input: a text with no startup lines gives ``found_any=False``.
     """
-    lines, startups = _segment(split_lines(text))
+    lines, startups = _segment(_hits(split_lines(text)))
     out: dict[str, Any] = {}
     compile_proc: tuple[str | None, int | None] | None = None
     compile_graphs: list[float] = []
-    stats: EngineLogStats | None = None
+    stats_line: LogLine | None = None
+    spec_message: str | None = None
 
     def first(field: str, value: Any) -> None:
         if value is not None and out.get(field) is None:
             out[field] = value
 
-    for line in lines:
-        msg = line.message
-        hits = {k: m for k, r in _RE.items() if (m := r.search(msg))}
-        if not hits:
-            continue
+    for line, hits in lines:
         if m := hits.get("platform"):
             first("_platform", _PLATFORM_DEVICE.get(m.group(1).lower(), m.group(1).upper()))
         if m := hits.get("api_version"):
@@ -391,9 +429,9 @@ def parse_startup_log(text: str) -> MemoryLayout:
             first("padding_layers", m.group(1))
             first("padding_max_waste_percent", m.group(2))
         if "stats" in hits:
-            stats = _stats(line)
-        if "spec" in hits and stats is not None:
-            stats.spec_decode = _spec_stats(msg)
+            stats_line, spec_message = line, None
+        if "spec" in hits and stats_line is not None:
+            spec_message = line.message  # logged right after its stats line
 
     if compile_graphs:
         out["graph_compile_seconds"] = sum(compile_graphs)
@@ -409,13 +447,12 @@ def parse_startup_log(text: str) -> MemoryLayout:
     for source in ("_kv_device", "_tpu", "_platform", "_config_device", "_blocks_device"):
         first("device_type", out.get(source))
     startup_found = any(not k.startswith("_") and v is not None for k, v in out.items())
-    stats_device = re.search(r"(\w+) KV cache usage", _stats_line_text(lines)) if stats is not None else None
+    stats = _stats(stats_line) if stats_line is not None else None
+    if stats is not None and spec_message is not None:
+        stats.spec_decode = _spec_stats(spec_message)
+    stats_device = re.search(r"(\w+) KV cache usage", stats_line.message) if stats_line is not None else None
     first("device_type", stats_device.group(1).upper() if stats_device else None)
     out = {k: v for k, v in out.items() if not k.startswith("_") and v is not None}
     out["latest_stats"] = stats
     found = [k for k in MemoryLayout.model_fields if out.get(k) is not None]
     return MemoryLayout(found_any=startup_found, found_fields=found, startups_seen=startups, **out)
-
-
-def _stats_line_text(lines: list[LogLine]) -> str:
-    return next((ln.message for ln in reversed(lines) if _RE["stats"].search(ln.message)), "")
