@@ -36,6 +36,7 @@ _P = {
     # Lines that open a startup (logged before any weight is loaded).
     "platform": r"Automatically detected platform (\w+)",
     "api_version": r"vLLM API server version (\S+)",
+    "banner_version": r"█\s+version\s+(\d[\w.+-]*)",  # the ASCII-art banner of 0.2x
     "engine_config": r"Initializing an? (?:V1 )?LLM engine \(v([^)]+)\) with config: (.*)",
     "non_default": r"non-default args: (\{.*\})",
     "namespace": r"\bargs: Namespace\((.*)\)",
@@ -76,6 +77,7 @@ _RE = {k: re.compile(v) for k, v in _P.items()}
 # (a day of serving is mostly access-log and stats lines), then only their own patterns run.
 _ANCHOR = {
     "platform": "Automatically detected platform", "api_version": "vLLM API server version",
+    "banner_version": "  version ",
     "engine_config": "LLM engine (v", "non_default": "non-default args: ", "namespace": "args: Namespace(",
     "tpu_info": "TPU info: node_name=", "architecture": "Resolved architecture: ",
     "max_model_len": "Using max model len ", "chunked": "Chunked prefill is enabled",
@@ -96,7 +98,15 @@ _KEYS_BY_ANCHOR: dict[str, list[str]] = {}
 for _key, _anchor in _ANCHOR.items():
     _KEYS_BY_ANCHOR.setdefault(_anchor, []).append(_key)
 _ANCHORS = re.compile("|".join(re.escape(a) for a in sorted(_KEYS_BY_ANCHOR, key=len, reverse=True)))
-_OPENERS = ("platform", "api_version", "engine_config", "non_default", "namespace", "tpu_info")
+_OPENERS = (
+    "platform",
+    "api_version",
+    "banner_version",
+    "engine_config",
+    "non_default",
+    "namespace",
+    "tpu_info",
+)
 _LATE = ("model_loading", "weights_gb", "weights_s", "kv_memory", "kv_size", "blocks", "concurrency", "graph")
 _LATE += ("compile_total", "warmup", "init_engine", "server_url", "stats", "tpu_memory", "hybrid")
 
@@ -336,6 +346,8 @@ def parse_startup_log(text: str) -> MemoryLayout:
     for line, hits in lines:
         if m := hits.get("platform"):
             first("_platform", _PLATFORM_DEVICE.get(m.group(1).lower(), m.group(1).upper()))
+        if m := hits.get("banner_version"):
+            first("vllm_version", m.group(1))
         if m := hits.get("api_version"):
             first("vllm_version", m.group(1))
         if m := hits.get("engine_config"):

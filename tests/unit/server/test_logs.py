@@ -41,6 +41,12 @@ def test_0_9():
     assert m.server_url == "http://0.0.0.0:8000"  # "Starting vLLM API server on"
 
 
+def test_0_2x_banner_version():
+    log = (VERSIONS / "log_0.26_gpu_excerpt.txt").read_text().splitlines()[:2]
+    m = parse_startup_log("\n".join(log))
+    assert m.vllm_version == "0.26.0" and m.model == "/MODELS/DeepSeek-V4-Flash-0731"
+
+
 def test_0_10_0_11_model_loading_without_memory_word_and_old_stats_line():
     m = layout("log_0.10_0.11.txt")
     assert m.vllm_version == "0.11.0"
