@@ -46,6 +46,15 @@ class FakeConfig:
     break_stream_after: int | None = None  # emit this many tokens, then an error event
     metrics_text: str | None = None
     served: list[str] = field(default_factory=list)
+    # Fault injection for the load generator. Generation request n (1-based) gets
+    # faults.get(n) or fault_cycle[(n - 1) % len(fault_cycle)]; "" is a normal answer. Kinds:
+    # "429" / "500" / "503" (HTTP error, no stream), "reset" (connection dropped mid-stream),
+    # "stall" (first token, then silence for stall_s), "malformed" (a non-JSON data line),
+    # "no_usage" (no usage chunk), "no_done" (body ends without [DONE]).
+    faults: dict[int, str] = field(default_factory=dict)
+    fault_cycle: list[str] = field(default_factory=list)
+    stall_s: float = 30.0
+    instant: bool = False  # every chunk in one write, no sleeps (for throughput tests)
 
 
 class _State:
@@ -55,6 +64,18 @@ class _State:
         self.running = 0
         self.max_running = 0
         self.seen_payloads: list[dict] = []
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.finished: dict[str, int] = {}
+        self.faults_served: dict[str, int] = {}
+
+    def fault_for(self, n: int) -> str:
+        kind = self.cfg.faults.get(n)
+        if kind is None and self.cfg.fault_cycle:
+            kind = self.cfg.fault_cycle[(n - 1) % len(self.cfg.fault_cycle)]
+        if kind:
+            self.faults_served[kind] = self.faults_served.get(kind, 0) + 1
+        return kind or ""
 
 
 def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
@@ -90,6 +111,20 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                 "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
                 "# TYPE vllm:num_requests_running gauge\n"
                 f'vllm:num_requests_running{{engine="0",model_name="{cfg.model}"}} {float(state.running)}\n'
+                "# TYPE vllm:num_requests_waiting gauge\n"
+                f'vllm:num_requests_waiting{{engine="0",model_name="{cfg.model}"}} 0.0\n'
+                "# TYPE vllm:kv_cache_usage_perc gauge\n"
+                f'vllm:kv_cache_usage_perc{{engine="0",model_name="{cfg.model}"}} {min(1.0, state.running / 64):.4f}\n'
+                "# TYPE vllm:prompt_tokens_total counter\n"
+                f'vllm:prompt_tokens_total{{engine="0",model_name="{cfg.model}"}} {float(state.prompt_tokens)}\n'
+                "# TYPE vllm:generation_tokens_total counter\n"
+                f'vllm:generation_tokens_total{{engine="0",model_name="{cfg.model}"}} '
+                f"{float(state.generation_tokens)}\n"
+                "# TYPE vllm:request_success_total counter\n"
+                + "".join(
+                    f'vllm:request_success_total{{engine="0",finished_reason="{r}",model_name="{cfg.model}"}} '
+                    f"{float(state.finished.get(r, 0))}\n" for r in ("length", "stop")
+                )
             )
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
@@ -117,6 +152,10 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
             return error(f"The model `{body.get('model')}` does not exist.", 404, "NotFoundError")
         if cfg.fail_every and state.requests % cfg.fail_every == 0:
             return error("injected failure", 500, "InternalServerError")
+        fault = state.fault_for(state.requests)
+        if fault in ("429", "500", "503"):
+            names = {"429": "TooManyRequests", "500": "InternalServerError", "503": "ServiceUnavailable"}
+            return error(f"injected {fault}", int(fault), names[fault])
         if chat:
             prompt_tokens = sum(len(str(m.get("content", ""))) for m in body["messages"]) + cfg.chat_overhead_tokens
         else:
@@ -138,15 +177,30 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                 choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
             else:
                 choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
-            return f"data: {json.dumps({'id': 'x', 'object': obj, 'model': cfg.model, 'choices': [choice]})}\n\n".encode()
+            data = {"id": "x", "object": obj, "model": cfg.model, "choices": [choice]}
+            return f"data: {json.dumps(data)}\n\n".encode()
 
         async def gen():
             state.running += 1
             state.max_running = max(state.max_running, state.running)
             try:
+                if cfg.instant:
+                    parts = [chunk(None, role=True)] if chat else []
+                    parts += [chunk("ab"[i % 2], "length" if i == n_out - 1 else None) for i in range(n_out)]
+                    usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + n_out,
+                             "completion_tokens": n_out}
+                    parts.append(f"data: {json.dumps({'id': 'x', 'object': obj, 'choices': [], 'usage': usage})}\n\n"
+                                 .encode())
+                    parts.append(b"data: [DONE]\n\n")
+                    state.prompt_tokens += prompt_tokens
+                    state.generation_tokens += n_out
+                    state.finished["length"] = state.finished.get("length", 0) + 1
+                    yield b"".join(parts)
+                    return
                 if chat:
                     yield chunk(None, role=True)
                 await asyncio.sleep(cfg.ttft_ms / 1000)
+                state.prompt_tokens += prompt_tokens
                 for i in range(n_out):
                     if cfg.break_stream_after is not None and i == cfg.break_stream_after:
                         yield b'data: {"error": {"message": "engine crashed", "code": 500}}\n\n'
@@ -154,12 +208,23 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                         return
                     if i:
                         await asyncio.sleep(cfg.itl_ms / 1000)
+                    if fault == "malformed" and i == 1:
+                        yield b"data: {not json\n\n"
+                        return
+                    if fault == "reset" and i == 1:
+                        raise ConnectionResetError("injected reset mid-stream")
                     yield chunk("ab"[i % 2], "length" if i == n_out - 1 else None)
-                if include_usage:
+                    state.generation_tokens += 1
+                    if fault == "stall":
+                        await asyncio.sleep(cfg.stall_s)
+                        return
+                if include_usage and fault != "no_usage":
                     usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + n_out,
                              "completion_tokens": n_out}
                     yield f"data: {json.dumps({'id': 'x', 'object': obj, 'choices': [], 'usage': usage})}\n\n".encode()
-                yield b"data: [DONE]\n\n"
+                state.finished["length"] = state.finished.get("length", 0) + 1
+                if fault != "no_done":
+                    yield b"data: [DONE]\n\n"
             finally:
                 state.running -= 1
 

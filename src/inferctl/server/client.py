@@ -186,6 +186,14 @@ class VLLMClient:
         data = await self._json("POST", "/tokenize", json=payload)
         return list(data["tokens"])
 
+    async def tokenize_chat(self, messages: list[dict[str, Any]], *, model: str | None = None) -> list[int]:
+        """POST /tokenize with chat messages: the tokens the server prefills, template included."""
+        payload: dict[str, Any] = {"messages": messages, "add_generation_prompt": True}
+        if model:
+            payload["model"] = model
+        data = await self._json("POST", "/tokenize", json=payload)
+        return list(data["tokens"])
+
     async def detokenize(self, tokens: list[int], *, model: str | None = None) -> str:
         """POST /detokenize."""
         payload: dict[str, Any] = {"tokens": tokens}

@@ -99,6 +99,70 @@ def _content_of(chunk: dict[str, Any]) -> tuple[str, str, str | None]:
     return choice.get("text") or "", "", finish
 
 
+class SSEParser:
+    """Incremental, transport-agnostic parser of an OpenAI streaming body into a ``StreamResult``.
+
+    ``feed(data, now)`` takes whatever bytes the transport delivered and the time they arrived;
+    it returns False once the stream is decided broken (the result then says why). ``finish()``
+    applies the end-of-stream checks. httpx (``stream()``) and the load generator's aiohttp path
+    share it, so both measure with the same definitions.
+    """
+
+    __slots__ = ("_buf", "done", "on_delta", "result")
+
+    def __init__(self, result: StreamResult, on_delta: Callable[[str], None] | None = None) -> None:
+        self.result = result
+        self.on_delta = on_delta
+        self._buf = b""
+        self.done = False
+
+    def feed(self, data: bytes, now: float) -> bool:
+        result = self.result
+        buf = self._buf + data if self._buf else data
+        if b"\n\n" not in buf:
+            self._buf = buf
+            return True
+        # SSE events end with a blank line; keep an incomplete tail for the next read.
+        *events, self._buf = buf.split(b"\n\n")
+        for event in events:
+            for line in event.split(b"\n"):
+                line = line.strip()
+                if not line.startswith(b"data:"):
+                    continue  # comments (":") and other SSE fields
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    self.done = True
+                    continue
+                try:
+                    chunk = json.loads(payload)
+                except ValueError:
+                    result.status, result.error = "stream_broken", f"unparseable chunk: {payload[:120]!r}"
+                    return False
+                if not isinstance(chunk, dict):
+                    result.status, result.error = "stream_broken", f"unexpected chunk: {payload[:120]!r}"
+                    return False
+                if "error" in chunk:
+                    err = chunk["error"]
+                    result.status = "stream_broken"
+                    result.error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+                    return False
+                piece = _absorb(result, chunk, now)
+                if piece and self.on_delta is not None:
+                    self.on_delta(piece)
+        return True
+
+    def finish(self) -> StreamResult:
+        """End-of-body checks: a stream must end with [DONE] and carry content if it claims tokens."""
+        result = self.result
+        if result.status != "ok":
+            return result
+        if not self.done:
+            result.status, result.error = "stream_broken", "stream ended before [DONE]"
+        elif result.first_token_time is None and (result.completion_tokens or 0) > 0:
+            result.status, result.error = "stream_broken", "no content chunk received"
+        return result
+
+
 async def stream(
     client: httpx.AsyncClient,
     path: str,
@@ -113,8 +177,7 @@ async def stream(
     ``on_delta`` receives each piece of content as it arrives (for showing the answer live).
     """
     result = StreamResult()
-    buf = b""
-    done = False
+    parser = SSEParser(result, on_delta)
     result.send_time = time.perf_counter()
     try:
         kwargs: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
@@ -126,32 +189,8 @@ async def stream(
                 return result
             result.http_status = 200
             async for raw in resp.aiter_bytes():
-                now = time.perf_counter()
-                buf += raw
-                # SSE events end with a blank line; keep an incomplete tail for the next read.
-                *events, buf = buf.split(b"\n\n")
-                for event in events:
-                    for line in event.split(b"\n"):
-                        line = line.strip()
-                        if not line.startswith(b"data:"):
-                            continue  # comments (":") and other SSE fields
-                        data = line[5:].strip()
-                        if data == b"[DONE]":
-                            done = True
-                            continue
-                        try:
-                            chunk = json.loads(data)
-                        except ValueError:
-                            result.status, result.error = "stream_broken", f"unparseable chunk: {data[:120]!r}"
-                            return result
-                        if "error" in chunk:
-                            err = chunk["error"]
-                            result.status = "stream_broken"
-                            result.error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
-                            return result
-                        piece = _absorb(result, chunk, now)
-                        if piece and on_delta is not None:
-                            on_delta(piece)
+                if not parser.feed(raw, time.perf_counter()):
+                    return result
     except httpx.TimeoutException as exc:
         result.status, result.error = "timeout", f"timed out ({type(exc).__name__})"
         return result
@@ -161,11 +200,7 @@ async def stream(
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
         result.status, result.error = "stream_broken", str(exc) or type(exc).__name__
         return result
-    if not done:
-        result.status, result.error = "stream_broken", "stream ended before [DONE]"
-    elif result.first_token_time is None and (result.completion_tokens or 0) > 0:
-        result.status, result.error = "stream_broken", "no content chunk received"
-    return result
+    return parser.finish()
 
 
 def _absorb(result: StreamResult, chunk: dict[str, Any], now: float) -> str:

@@ -1,0 +1,242 @@
+"""Prompts of an exact token length, built with the server's own tokenizer.
+
+How (no local tokenizer, no hub download):
+
+1. **Alphabet.** Tokenize candidate words one by one with /tokenize and keep those that are one
+   token; then check that random sequences of them tokenize to exactly one token per word (drop
+   words that merge with neighbours). Leading-space words are additive in SentencePiece and
+   byte-level BPE alike; the check makes that an observation, not an assumption.
+2. **Prompt** = optional shared prefix (``--shared-prefix N`` tokens, the same for every request)
+   + a head of random words unique to the request + a body shared within the cell. A different
+   head at the start makes every KV block hash differ, so the prefix cache cannot turn a cell into
+   cache hits; sharing the body keeps building a prompt cheap enough for the hot path.
+3. **Template overhead.** Chat: the server adds template tokens, measured once with /tokenize on
+   messages and subtracted, so the prefill the server sees equals the cell's context. Completions:
+   special tokens (BOS) are measured the same way. The prefill actually seen is still recorded
+   per request from ``usage.prompt_tokens``.
+4. **Verification.** A few prompts per cell are tokenized in full; a mismatch is an error.
+
+Everything is seeded: the same seed, cell and request index give the same prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from inferctl.errors import InferctlError
+from inferctl.server.client import VLLMClient
+
+Api = Literal["chat", "completions"]
+
+HEAD_TOKENS = 16
+
+# Common English words: most are one token in every modern vocabulary. Letters help tokenizers
+# (and the test fake) that split words into characters.
+_WORDS = """
+the of and to in is was for on that with as by at from his her an it are be this which or have had not
+but all were they one their there been has when who will more no if out so said what up its about into
+than them can only other new some could time these two may then do first any my now such like our over
+man me even most made after also did many before must through back years where much your way well down
+should because each just those people how too little state good very make world still own see men work
+long get here between both life being under never day same another know while last might us great old
+year off come since against go came right used take three states himself few house use during without
+again place around however home small found thought went say part once general high upon school every
+does got united left number course war until always away something fact though water less public put
+think almost hand enough far took head yet government system better set told nothing night end why
+called didn find look asked later knew point next program city business give group toward young days let
+room president side social given present several order national possible rather second face per among
+form important often things looked early white case john become large big need four within felt along
+children saw best church ever least power development light thing seemed family interest want members
+mind country area others done turned although open god service certain kind problem began different door
+thus help sense means whole matter perhaps itself york times law human line above name example action
+company hands local show whether five history gave today either act feet across taken past quite
+anything seen having death week experience body word half field
+"""
+_CANDIDATES = _WORDS.split()
+_LETTERS = list("abcdefghijklmnopqrstuvwxyz")
+
+
+class WorkloadError(InferctlError):
+    pass
+
+
+@dataclass
+class Alphabet:
+    """Words that each tokenize to exactly one token, also in sequence."""
+
+    words: list[str]
+    sep: str = ""  # words carry their own leading space
+
+
+@dataclass
+class PromptSet:
+    """Everything needed to build any request of one cell; picklable for worker processes."""
+
+    api: Api
+    model: str
+    words: list[str]
+    content_tokens: int  # tokens of the user text (prefix + head + body)
+    target_prefill: int  # tokens the server should see (content + template/special)
+    max_tokens: int
+    ignore_eos: bool
+    seed: int
+    cell: str
+    attempt: int
+    prefix: str = ""
+    prefix_tokens: int = 0
+    body: str = ""
+    head_tokens: int = HEAD_TOKENS
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def text(self, index: int) -> str:
+        """The user text of request ``index`` (deterministic)."""
+        rng = random.Random(f"{self.seed}/{self.cell}/{self.attempt}/{index}")
+        head = "".join(rng.choices(self.words, k=self.head_tokens))
+        return self.prefix + head + self.body
+
+    def payload(self, index: int) -> dict[str, Any]:
+        text = self.text(index)
+        body: dict[str, Any] = {"model": self.model, "stream": True, "stream_options": {"include_usage": True},
+                                "max_tokens": self.max_tokens, "temperature": 0.0}
+        if self.ignore_eos:
+            body["ignore_eos"] = True
+        if self.api == "chat":
+            body["messages"] = [{"role": "user", "content": text}]
+        else:
+            body["prompt"] = text
+        body.update(self.extra)
+        return body
+
+    def body_bytes(self, index: int) -> bytes:
+        return json.dumps(self.payload(index), separators=(",", ":")).encode()
+
+    @property
+    def path(self) -> str:
+        return "/v1/chat/completions" if self.api == "chat" else "/v1/completions"
+
+
+async def _gather_limited(coros: list, limit: int = 16) -> list:
+    sem = asyncio.Semaphore(limit)
+
+    async def one(c):
+        async with sem:
+            return await c
+
+    return await asyncio.gather(*(one(c) for c in coros))
+
+
+async def build_alphabet(client: VLLMClient, model: str, seed: int = 0) -> Alphabet:
+    """Find single-token words that stay one token each in sequence (see the module docstring)."""
+    cands = [" " + w for w in dict.fromkeys(_CANDIDATES)] + _LETTERS
+    counts = await _gather_limited([client.tokenize(c, model=model) for c in cands])
+    words = [c for c, toks in zip(cands, counts, strict=True) if len(toks) == 1]
+    spaced = [w for w in words if w.startswith(" ")]
+    # Prefer one family: mixing bare letters with spaced words invites merges ("a" + " the").
+    words = spaced if len(spaced) >= 32 else [w for w in words if not w.startswith(" ")]
+    rng = random.Random(seed)
+    for _ in range(6):
+        if len(words) < 8:
+            break
+        seq = rng.choices(words, k=512)
+        if len(await client.tokenize("".join(seq), model=model)) == len(seq):
+            return Alphabet(words=words)
+        # Drop the words of every 32-word window that does not add up.
+        bad: set[str] = set()
+        windows = [seq[i:i + 32] for i in range(0, len(seq), 32)]
+        got = await _gather_limited([client.tokenize("".join(w), model=model) for w in windows])
+        for w, toks in zip(windows, got, strict=True):
+            if len(toks) != len(w):
+                bad.update(w)
+        if not bad or len(bad) >= len(words) - 8:
+            break
+        words = [w for w in words if w not in bad]
+    raise WorkloadError(
+        "Cannot build exact-length prompts: the server's tokenizer merges every word list tried; "
+        "report the model name so a word list can be added."
+    )
+
+
+@dataclass
+class Overheads:
+    """Tokens the server adds around the user text."""
+
+    chat: int
+    completions: int
+
+
+async def measure_overheads(client: VLLMClient, model: str, alphabet: Alphabet) -> Overheads:
+    """Chat template tokens and completions special tokens, measured with /tokenize."""
+    sample = "".join(alphabet.words[:8])
+    plain = len(await client.tokenize(sample, model=model))
+    special = len(await client.tokenize(sample, model=model, add_special_tokens=True))
+    try:
+        chat = len(await client.tokenize_chat([{"role": "user", "content": sample}], model=model))
+    except InferctlError:
+        chat = plain  # a model without a chat template: chat requests would fail anyway
+    return Overheads(chat=max(0, chat - plain), completions=max(0, special - plain))
+
+
+@dataclass
+class Workload:
+    """Shared state for building every cell's PromptSet in one run."""
+
+    api: Api
+    model: str
+    alphabet: Alphabet
+    overheads: Overheads
+    output_tokens: int
+    ignore_eos: bool = True
+    seed: int = 0
+    shared_prefix: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def overhead(self) -> int:
+        return self.overheads.chat if self.api == "chat" else self.overheads.completions
+
+    def min_context(self) -> int:
+        """The smallest prefill this API can produce (template + one word)."""
+        return self.overhead + 1
+
+    def prompt_set(self, cell: str, attempt: int, context: int) -> PromptSet:
+        """The prompts of one cell: the server prefills ``context`` tokens (or the minimum possible)."""
+        content = max(1, context - self.overhead)
+        rng = random.Random(f"{self.seed}/prefix")
+        prefix_n = min(self.shared_prefix, max(0, content - 1))
+        prefix = "".join(rng.choices(self.alphabet.words, k=prefix_n))
+        head = min(HEAD_TOKENS, content - prefix_n)
+        body_n = content - prefix_n - head
+        brng = random.Random(f"{self.seed}/{cell}/{attempt}/body")
+        body = "".join(brng.choices(self.alphabet.words, k=body_n))
+        return PromptSet(
+            api=self.api, model=self.model, words=self.alphabet.words, content_tokens=content,
+            target_prefill=content + self.overhead, max_tokens=self.output_tokens, ignore_eos=self.ignore_eos,
+            seed=self.seed, cell=cell, attempt=attempt, prefix=prefix, prefix_tokens=prefix_n, body=body,
+            head_tokens=head, extra=dict(self.extra),
+        )
+
+
+async def verify(client: VLLMClient, ps: PromptSet, samples: int = 3) -> None:
+    """Tokenize a few prompts in full; raise when one is not exactly the planned length."""
+    for i in range(samples):
+        n = len(await client.tokenize(ps.text(i), model=ps.model))
+        if n != ps.content_tokens:
+            raise WorkloadError(
+                f"Prompt {i} of cell {ps.cell} tokenized to {n} tokens, not {ps.content_tokens}; "
+                "the word list is not additive for this tokenizer."
+            )
+
+
+async def prepare(
+    client: VLLMClient, model: str, *, api: Api, output_tokens: int, ignore_eos: bool = True, seed: int = 0,
+    shared_prefix: int = 0, extra: dict[str, Any] | None = None,
+) -> Workload:
+    """Calibrate the alphabet and template overheads against the server (a few hundred /tokenize calls)."""
+    alphabet = await build_alphabet(client, model, seed)
+    overheads = await measure_overheads(client, model, alphabet)
+    return Workload(api=api, model=model, alphabet=alphabet, overheads=overheads, output_tokens=output_tokens,
+                    ignore_eos=ignore_eos, seed=seed, shared_prefix=shared_prefix, extra=dict(extra or {}))

@@ -1,0 +1,178 @@
+"""`inferctl bench sweep|run`: parse flags, call ops.bench, show progress and the result."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from inferctl.cli.common import JsonOpt, ModelOpt, TargetOpt, TokenEnvOpt, UrlOpt, console, emit, run
+from inferctl.config import resolve_target
+
+app = typer.Typer(help="Benchmark a server: a sweep over concurrency × context, or one cell.",
+                  no_args_is_help=True)
+
+RunsDirOpt = Annotated[str | None, typer.Option("--runs-dir", help="Where run directories go "
+                                                "(default: $INFERCTL_RUNS_DIR or the data dir's runs/).")]
+RequestsOpt = Annotated[int | None, typer.Option("--requests", "-n", help="Minimum measured requests per cell "
+                                                 "(default 4 × concurrency, at least 20).")]
+DurationOpt = Annotated[float | None, typer.Option("--duration", help="Minimum seconds per cell (with "
+                                                   "--requests: both minimums).")]
+WarmupOpt = Annotated[int | None, typer.Option("--warmup", help="Warm-up requests per cell, not measured "
+                                               "(default: one wave, at most 256).")]
+OutputOpt = Annotated[int | None, typer.Option("--output-tokens", help="max_tokens of every request.")]
+NaturalOpt = Annotated[bool, typer.Option("--natural-stop", help="Let the model stop at EOS (default: "
+                                          "ignore_eos, exactly --output-tokens).")]
+ApiOpt = Annotated[str, typer.Option("--api", help="chat or completions.")]
+SloOpt = Annotated[list[str] | None, typer.Option("--slo", help="e.g. ttft_p95_ms=500 (repeatable): goodput "
+                                                  "counts requests meeting every SLO.")]
+BurstOpt = Annotated[float, typer.Option("--burstiness", help="Open loop: gamma shape (1 = Poisson, <1 burstier).")]
+MaxConcOpt = Annotated[int | None, typer.Option("--max-concurrency", help="Open loop: cap on requests in flight.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for prompts and arrivals.")]
+PrefixOpt = Annotated[int, typer.Option("--shared-prefix", help="Tokens shared by every prompt (prefix cache).")]
+ThresholdOpt = Annotated[float, typer.Option("--error-threshold", help="A row stops after a cell with a "
+                                             "higher error rate (0..1).")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Per-request timeout in seconds (stalls count).")]
+WorkersOpt = Annotated[int, typer.Option("--workers", help="Load-generator processes (for very high request rates).")]
+TransportOpt = Annotated[str, typer.Option("--transport", help="auto, aiohttp or httpx.", hidden=True)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress; print the run directory at the end.")]
+
+
+def _spec(*, preset, concurrency, context, rate, max_concurrency, burstiness, output_tokens, natural_stop, api,
+          requests, duration, warmup, seed, shared_prefix, slo, error_threshold, timeout, workers, transport):
+    from inferctl.bench.spec import SweepSpec, parse_float_list, parse_int_list
+    from inferctl.bench.spec import preset as get_preset
+    from inferctl.bench.stats import parse_slo
+    from inferctl.errors import ConfigError
+
+    base = get_preset(preset) if preset else {}
+    if concurrency is not None:
+        base["concurrencies"] = parse_int_list(concurrency, "--concurrency")
+    if context is not None:
+        base["contexts"] = parse_int_list(context, "--context")
+    if rate is not None:
+        base["rates"] = parse_float_list(rate, "--rate")
+        base.setdefault("concurrencies", [])
+    for key, value in (("output_tokens", output_tokens), ("requests", requests), ("duration", duration),
+                       ("warmup", warmup), ("max_concurrency", max_concurrency)):
+        if value is not None:
+            base[key] = value
+    if api not in ("chat", "completions"):
+        raise ConfigError("--api is chat or completions.")
+    if transport not in ("auto", "aiohttp", "httpx"):
+        raise ConfigError("--transport is auto, aiohttp or httpx.")
+    base.setdefault("contexts", [])
+    return SweepSpec(preset=preset, burstiness=burstiness, ignore_eos=not natural_stop, api=api, seed=seed,
+                     shared_prefix=shared_prefix, slos=[parse_slo(s) for s in slo or []],
+                     error_threshold=error_threshold, timeout=timeout, workers=workers, transport=transport,
+                     **base).validate_grid()
+
+
+def _go(target, url, model, token_env, spec_fn, runs_dir, resume, quiet, as_json) -> None:
+    from inferctl.cli import bench_render
+    from inferctl.ops import bench as ops
+
+    t = None
+    if not resume or target or url:
+        t = run(lambda: resolve_target(target, url, model=model, token_env=token_env))
+    spec = None if resume else run(spec_fn)
+    reporter = None if (quiet or as_json) else bench_render.ProgressReporter(console())
+    try:
+        summary = run(lambda: ops.sweep(t, spec, root=runs_dir, resume=resume, reporter=reporter,
+                                        command=ops.argv()))
+    finally:
+        if reporter is not None:
+            reporter.close()
+    if quiet and not as_json:
+        typer.echo(summary.path)
+        return
+    emit(summary, as_json, bench_render.summary)
+
+
+@app.command("sweep")
+def sweep(
+    target: TargetOpt = None,
+    url: UrlOpt = None,
+    model: ModelOpt = None,
+    token_env: TokenEnvOpt = None,
+    preset: Annotated[str | None, typer.Option("--preset", help="seed-grid or quick.")] = None,
+    concurrency: Annotated[
+        str | None, typer.Option("--concurrency", "-c", help="Closed loop: 1,2,4 or 1..2048.")
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="Prompt lengths in tokens: 128,1024.")] = None,
+    rate: Annotated[str | None, typer.Option("--rate", help="Open loop instead: requests/s per cell, 1,5,10.")] = None,
+    max_concurrency: MaxConcOpt = None,
+    burstiness: BurstOpt = 1.0,
+    output_tokens: OutputOpt = None,
+    natural_stop: NaturalOpt = False,
+    api: ApiOpt = "chat",
+    requests: RequestsOpt = None,
+    duration: DurationOpt = None,
+    warmup: WarmupOpt = None,
+    seed: SeedOpt = 0,
+    shared_prefix: PrefixOpt = 0,
+    slo: SloOpt = None,
+    error_threshold: ThresholdOpt = 0.5,
+    timeout: TimeoutOpt = 600.0,
+    workers: WorkersOpt = 1,
+    transport: TransportOpt = "auto",
+    runs_dir: RunsDirOpt = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Complete the missing cells of run RUN.")] = None,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Sweep concurrency (or rate) × context; results go to a run directory as they arrive."""
+
+    def spec_fn():
+        return _spec(preset=preset, concurrency=concurrency, context=context, rate=rate,
+                     max_concurrency=max_concurrency, burstiness=burstiness, output_tokens=output_tokens,
+                     natural_stop=natural_stop, api=api, requests=requests, duration=duration, warmup=warmup,
+                     seed=seed, shared_prefix=shared_prefix, slo=slo, error_threshold=error_threshold,
+                     timeout=timeout, workers=workers, transport=transport)
+
+    _go(target, url, model, token_env, spec_fn, runs_dir, resume, quiet, as_json)
+
+
+@app.command("run")
+def run_one(
+    target: TargetOpt = None,
+    url: UrlOpt = None,
+    model: ModelOpt = None,
+    token_env: TokenEnvOpt = None,
+    context: Annotated[int, typer.Option("--context", help="Prompt length in tokens.")] = 1024,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", help="Closed loop concurrency.")] = None,
+    rate: Annotated[float | None, typer.Option("--rate", help="Open loop requests/s instead.")] = None,
+    max_concurrency: MaxConcOpt = None,
+    burstiness: BurstOpt = 1.0,
+    output_tokens: OutputOpt = 128,
+    natural_stop: NaturalOpt = False,
+    api: ApiOpt = "chat",
+    requests: RequestsOpt = None,
+    duration: DurationOpt = None,
+    warmup: WarmupOpt = None,
+    seed: SeedOpt = 0,
+    shared_prefix: PrefixOpt = 0,
+    slo: SloOpt = None,
+    timeout: TimeoutOpt = 600.0,
+    workers: WorkersOpt = 1,
+    transport: TransportOpt = "auto",
+    runs_dir: RunsDirOpt = None,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure a single cell (one context, one concurrency or rate); it is a one-cell run directory."""
+    conc = None if rate is not None and concurrency is None else str(concurrency or 1)
+
+    def spec_fn():
+        return _spec(preset=None, concurrency=conc, context=str(context),
+                     rate=None if rate is None else str(rate), max_concurrency=max_concurrency,
+                     burstiness=burstiness, output_tokens=output_tokens, natural_stop=natural_stop, api=api,
+                     requests=requests, duration=duration, warmup=warmup, seed=seed, shared_prefix=shared_prefix,
+                     slo=slo, error_threshold=1.0, timeout=timeout, workers=workers, transport=transport)
+
+    _go(target, url, model, token_env, spec_fn, runs_dir, None, quiet, as_json)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="bench")
+
