@@ -1,0 +1,164 @@
+"""The one builder behind both the dry run and the apply.
+
+    plan = build_plan(profile)             # pure: needs no credentials and makes no call
+    print(plan.requests, plan.gcloud)      # what `inferctl deploy PROFILE` shows
+    await apply_plan(ctx, plan, profile)   # sends exactly plan.requests, in order, then waits
+
+``apply_plan`` never builds a body of its own: each ``PlannedRequest.body`` is parsed into the
+client's message type (so a wrong field name fails loudly before anything is sent) and passed to
+the official client. The only value filled at apply time is the generated API key.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from inferctl.cloud import cloudrun, gce, tpu
+from inferctl.cloud.clients import CloudContext
+from inferctl.cloud.errors import AlreadyExists, CloudTimeout, DeployFailed, ZoneExhausted
+from inferctl.cloud.profiles import Profile
+from inferctl.cloud.requests import GENERATED, DeployPlan, PlannedRequest
+from inferctl.cloud.serve import validate
+from inferctl.cloud.status import DeploymentStatus
+from inferctl.errors import ConfigError
+
+Progress = Callable[[str], None]
+_PLATFORMS = {"cloudrun": cloudrun, "gce": gce, "tpu": tpu}
+
+
+def platform_module(profile: Profile) -> Any:
+    return _PLATFORMS[profile.platform]
+
+
+def build_plan(profile: Profile) -> DeployPlan:
+    """Validate the profile and build every request; raises ConfigError listing what is wrong."""
+    profile = profile if profile.project else profile.with_project()
+    report = validate(profile)
+    if report.errors:
+        raise ConfigError(f"Profile '{profile.name}' cannot be deployed: " + " ".join(report.errors))
+    mod = platform_module(profile)
+    name = {"cloudrun": cloudrun.service_name, "gce": gce.instance_name, "tpu": tpu.qr_name}[profile.platform]
+    return DeployPlan(profile=profile.name, platform=profile.platform, project=profile.project or "",
+                      location=profile.location, resource_name=name(profile), requests=mod.plan_requests(profile),
+                      gcloud=mod.gcloud(profile), warnings=report.warnings, fit=report.fit)
+
+
+def _message(cls: Any, body: dict[str, Any]) -> Any:
+    # ignore_unknown_fields=False: a misspelt field is a bug we want to see before any request goes out
+    return cls.from_json(json.dumps(body), ignore_unknown_fields=False)
+
+
+async def execute(ctx: CloudContext, req: PlannedRequest) -> Any:
+    """Send one planned request with the official client."""
+    what = f"{req.method} {req.resource_id or ''}".strip()
+    if req.api == "run" and req.method == "services.create":
+        from google.cloud import run_v2
+
+        client = ctx.run()
+        return await ctx.call(client.create_service, what, parent=req.parent, service_id=req.resource_id,
+                              service=_message(run_v2.Service, req.body or {}))
+    if req.api == "tpu" and req.method == "queuedResources.create":
+        from google.cloud import tpu_v2
+
+        client = ctx.tpu()
+        return await ctx.call(client.create_queued_resource, what, parent=req.parent,
+                              queued_resource_id=req.resource_id,
+                              queued_resource=_message(tpu_v2.QueuedResource, req.body or {}))
+    if req.api == "compute":
+        from google.cloud import compute_v1
+
+        project = req.parent.split("/")[1]
+        if req.method == "firewalls.insert":
+            client = ctx.firewalls()
+            op = await ctx.call(client.insert, what, project=project,
+                                firewall_resource=_message(compute_v1.Firewall, req.body or {}))
+        elif req.method == "instances.insert":
+            client = ctx.instances()
+            op = await ctx.call(client.insert, what, project=project, zone=req.parent.split("/")[3],
+                                instance_resource=_message(compute_v1.Instance, req.body or {}))
+        else:
+            raise ValueError(f"unknown compute method {req.method}")
+        await gce._wait_op(ctx, op, what)
+        return op
+    if req.api == "secretmanager":
+        from google.cloud import secretmanager_v1
+
+        from inferctl.cloud.secrets import new_api_key
+
+        client = ctx.secrets()
+        if req.method == "secrets.create":
+            return await ctx.call(client.create_secret, what, parent=req.parent, secret_id=req.resource_id,
+                                  secret=_message(secretmanager_v1.Secret, req.body or {}))
+        if req.method == "secrets.addVersion":
+            assert (req.body or {}).get("payload", {}).get("data") == GENERATED
+            return await ctx.call(client.add_secret_version, what, parent=req.parent,
+                                  payload=secretmanager_v1.SecretPayload(data=new_api_key()))
+    raise ValueError(f"unknown request {req.api} {req.method}")
+
+
+async def apply_plan(ctx: CloudContext, plan: DeployPlan, profile: Profile, *, progress: Progress | None = None,
+                     wait: bool = True, timeout: float = 3600.0, poll: float = 10.0) -> DeploymentStatus:
+    """Send the plan's requests in order, then wait until ready (or failed, with the reason)."""
+    say = progress or (lambda _msg: None)
+    profile = profile if profile.project else profile.with_project()
+    created: set[str] = set()
+    for req in plan.requests:
+        if req.only_if_created and req.only_if_created not in created:
+            say(f"skip {req.method} {req.resource_id}: it already existed")
+            continue
+        say(f"{req.http_method} {req.url}")
+        try:
+            await execute(ctx, req)
+        except AlreadyExists:
+            if not req.skip_if_exists:
+                raise
+            say(f"{req.method} {req.resource_id}: already exists, kept")
+            continue
+        if req.resource_id:
+            created.add(req.resource_id)
+    if not wait:
+        return await describe(ctx, profile)
+    return await wait_ready(ctx, profile, progress=say, timeout=timeout, poll=poll)
+
+
+async def describe(ctx: CloudContext, profile: Profile) -> DeploymentStatus:
+    """The live status of a profile's resource."""
+    if profile.platform == "cloudrun":
+        return cloudrun.status(profile, await cloudrun.get(ctx, profile))
+    if profile.platform == "gce":
+        return gce.status(profile, await gce.get(ctx, profile))
+    qr = await tpu.get(ctx, profile)
+    node = await tpu.get_node(ctx, profile) if qr and (qr.get("state") or {}).get("state") == "ACTIVE" else None
+    return tpu.status(profile, qr, node)
+
+
+async def wait_ready(ctx: CloudContext, profile: Profile, *, progress: Progress | None = None,
+                     timeout: float = 3600.0, poll: float = 10.0) -> DeploymentStatus:
+    """Poll until ready; a failed state raises DeployFailed (ZoneExhausted for TPU stockouts)."""
+    import anyio
+
+    say = progress or (lambda _msg: None)
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        st = await describe(ctx, profile)
+        line = f"{st.state or st.phase}" + (f": {st.reason}" if st.reason else "")
+        if line != last:
+            say(line)
+            last = line
+        if st.phase == "ready":
+            return st
+        if st.phase == "failed" or (st.phase == "stopped" and profile.platform == "tpu"):
+            reason = st.reason or "no reason given"
+            low = reason.lower()
+            if profile.platform == "tpu" and ("capacity" in low or "resources" in low or "exhausted" in low):
+                raise ZoneExhausted(f"{profile.location} has no {profile.accelerator} capacity ({reason}); try "
+                                    "another zone from `inferctl capacity` or a longer valid_until_s.")
+            raise DeployFailed(f"{st.resource_name} failed: {reason}")
+        if time.monotonic() >= deadline:
+            raise CloudTimeout(f"{st.resource_name} is still {st.state or st.phase} after {timeout:.0f}s; check "
+                               f"`inferctl describe {profile.name}` and `inferctl logs --target {profile.name}`.")
+        await anyio.sleep(poll)

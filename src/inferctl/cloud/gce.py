@@ -1,0 +1,184 @@
+"""GCE GPU VMs (g2 = NVIDIA L4): the instance and firewall bodies, and get / scale / delete.
+
+Safe by construction: the startup script holds secret names only (startup.py); vLLM requires an
+API key; a firewall rule is created only for the CIDRs the profile lists, never 0.0.0.0/0 (serve.py
+refuses it), and it targets only this VM's network tag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from inferctl.cloud.clients import CloudContext, to_dict
+from inferctl.cloud.errors import ResourceNotFound
+from inferctl.cloud.profiles import MANAGED_LABEL, MANAGED_VALUE, Profile
+from inferctl.cloud.requests import PlannedRequest, gcloud_command
+from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
+from inferctl.cloud.startup import startup_script
+from inferctl.cloud.status import DeploymentStatus, is_managed
+
+IMAGE_PROJECT = "deeplearning-platform-release"
+IMAGE_FAMILY = "common-cu129-ubuntu-2204-nvidia-580"  # Deep Learning VM: NVIDIA driver + Docker + toolkit
+SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def network_tag(profile: Profile) -> str:
+    return f"inferctl-{profile.resource_id}"[:63]
+
+
+def firewall_name(profile: Profile) -> str:
+    return f"inferctl-{profile.resource_id}-{profile.port}"[:63]
+
+
+def instance_name(profile: Profile) -> str:
+    return f"projects/{profile.project}/zones/{profile.location}/instances/{profile.resource_id}"
+
+
+def firewall_body(profile: Profile) -> dict[str, Any]:
+    return {
+        "name": firewall_name(profile),
+        "description": f"vLLM port of {profile.resource_id}; {MANAGED_LABEL}={MANAGED_VALUE}",
+        "network": f"global/networks/{profile.network}",
+        "direction": "INGRESS",
+        "sourceRanges": list(profile.allowed_source_ranges),
+        "targetTags": [network_tag(profile)],
+        "allowed": [{"IPProtocol": "tcp", "ports": [str(profile.port)]}],
+    }
+
+
+def instance_body(profile: Profile) -> dict[str, Any]:
+    zone = profile.location
+    scheduling: dict[str, Any] = {"onHostMaintenance": "TERMINATE"}  # GPU VMs cannot live-migrate
+    if profile.spot:
+        scheduling.update(provisioningModel="SPOT", instanceTerminationAction="STOP", automaticRestart=False)
+    else:
+        scheduling.update(provisioningModel="STANDARD", automaticRestart=True)
+    body: dict[str, Any] = {
+        "name": profile.resource_id,
+        "machineType": f"zones/{zone}/machineTypes/{profile.machine_type}",
+        "labels": profile.resource_labels(),
+        "tags": {"items": [network_tag(profile)]},
+        "disks": [{"boot": True, "autoDelete": True, "initializeParams": {
+            "sourceImage": f"projects/{IMAGE_PROJECT}/global/images/family/{IMAGE_FAMILY}",
+            "diskSizeGb": str(profile.boot_disk_gb), "diskType": f"zones/{zone}/diskTypes/pd-balanced"}}],
+        "networkInterfaces": [{"network": f"global/networks/{profile.network}",
+                               "accessConfigs": [{"name": "External NAT", "type": "ONE_TO_ONE_NAT"}]}],
+        "scheduling": scheduling,
+        "serviceAccounts": [{"email": profile.service_account or "default", "scopes": [SCOPE]}],
+        "metadata": {"items": [{"key": "startup-script", "value": startup_script(profile)},
+                               {"key": "install-nvidia-driver", "value": "True"}]},
+    }
+    if not (profile.machine_type or "").startswith(("g2-", "a2-", "a3-", "a4-")):
+        # GPUs are bundled with accelerator-optimized shapes; other shapes attach them explicitly
+        body["guestAccelerators"] = [{"acceleratorType": f"zones/{zone}/acceleratorTypes/{profile.accelerator}",
+                                      "acceleratorCount": profile.accelerator_count}]
+    return body
+
+
+def plan_requests(profile: Profile) -> list[PlannedRequest]:
+    reqs = api_key_requests(profile)
+    if profile.allowed_source_ranges:
+        reqs.append(PlannedRequest(api="compute", method="firewalls.insert", parent=f"projects/{profile.project}",
+                                   collection="global/firewalls", resource_id=firewall_name(profile),
+                                   body=firewall_body(profile),
+                                   why=f"Let {', '.join(profile.allowed_source_ranges)} reach port {profile.port}."))
+    reqs.append(PlannedRequest(api="compute", method="instances.insert",
+                               parent=f"projects/{profile.project}/zones/{profile.location}", collection="instances",
+                               resource_id=profile.resource_id, body=instance_body(profile),
+                               why="Create the GPU VM (waits until it is RUNNING)."))
+    return reqs
+
+
+def gcloud(profile: Profile) -> list[str]:
+    p = profile
+    out = api_key_gcloud(p)
+    if p.allowed_source_ranges:
+        out.append(gcloud_command("compute", "firewall-rules", "create", firewall_name(p), f"--project={p.project}",
+                                  f"--network={p.network}", "--direction=INGRESS", f"--allow=tcp:{p.port}",
+                                  "--source-ranges=" + ",".join(p.allowed_source_ranges),
+                                  f"--target-tags={network_tag(p)}"))
+    parts = ["compute", "instances", "create", p.resource_id, f"--project={p.project}", f"--zone={p.location}",
+             f"--machine-type={p.machine_type}", f"--image-family={IMAGE_FAMILY}", f"--image-project={IMAGE_PROJECT}",
+             f"--boot-disk-size={p.boot_disk_gb}GB", "--boot-disk-type=pd-balanced", "--maintenance-policy=TERMINATE",
+             f"--tags={network_tag(p)}", f"--scopes={SCOPE}",
+             "--labels=" + ",".join(f"{k}={v}" for k, v in sorted(p.resource_labels().items())),
+             "--metadata=install-nvidia-driver=True", "--metadata-from-file=startup-script=startup.sh"]
+    if p.spot:
+        parts += ["--provisioning-model=SPOT", "--instance-termination-action=STOP"]
+    if p.service_account:
+        parts.append(f"--service-account={p.service_account}")
+    out.append(gcloud_command(*parts))
+    return out
+
+
+# -- live operations ----------------------------------------------------------------------------
+
+
+async def get(ctx: CloudContext, profile: Profile) -> dict[str, Any] | None:
+    client = ctx.instances()
+    try:
+        inst = await ctx.call(client.get, f"get VM {profile.resource_id}", project=profile.project,
+                              zone=profile.location, instance=profile.resource_id)
+    except ResourceNotFound:
+        return None
+    return to_dict(inst)
+
+
+def addresses(inst: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(external, internal) IPv4 of the first network interface."""
+    nic = (inst.get("networkInterfaces") or [{}])[0]
+    external = next((ac.get("natIP") for ac in nic.get("accessConfigs") or [] if ac.get("natIP")), None)
+    return external, nic.get("networkIP")
+
+
+def status(profile: Profile, inst: dict[str, Any] | None) -> DeploymentStatus:
+    base = {"profile": profile.name, "platform": "gce", "resource_name": instance_name(profile)}
+    if inst is None:
+        return DeploymentStatus(**base, exists=False, phase="absent", managed=False)
+    state = inst.get("status")
+    phase = {"RUNNING": "ready", "TERMINATED": "stopped", "STOPPED": "stopped", "SUSPENDED": "stopped",
+             "STOPPING": "stopped", "DEPROVISIONING": "deleting"}.get(state or "", "pending")
+    external, internal = addresses(inst)
+    mt = (inst.get("machineType") or "").rsplit("/", 1)[-1] or None
+    return DeploymentStatus(
+        **base, exists=True, phase=phase, state=state, reason=inst.get("statusMessage") or None,
+        url=f"http://{external}:{profile.port}" if external else None,
+        internal_url=f"http://{internal}:{profile.port}" if internal else None,
+        accelerator=f"{profile.accelerator_count}x {profile.accelerator}", machine_type=mt,
+        labels=inst.get("labels") or {}, managed=is_managed(inst.get("labels")))
+
+
+async def delete(ctx: CloudContext, profile: Profile) -> None:
+    client = ctx.instances()
+    op = await ctx.call(client.delete, f"delete VM {profile.resource_id}", project=profile.project,
+                        zone=profile.location, instance=profile.resource_id)
+    await _wait_op(ctx, op, f"delete VM {profile.resource_id}")
+    if profile.allowed_source_ranges:
+        fw = ctx.firewalls()
+        with contextlib.suppress(ResourceNotFound):
+            await ctx.call(fw.delete, f"delete firewall {firewall_name(profile)}", project=profile.project,
+                           firewall=firewall_name(profile))
+
+
+async def set_machine_type(ctx: CloudContext, profile: Profile, machine_type: str) -> None:
+    """Stop, change the machine type, start again (the only way Compute allows it)."""
+    from google.cloud import compute_v1
+
+    client = ctx.instances()
+    kw = {"project": profile.project, "zone": profile.location, "instance": profile.resource_id}
+    await _wait_op(ctx, await ctx.call(client.stop, "stop the VM", **kw), "stop the VM")
+    body = compute_v1.InstancesSetMachineTypeRequest(machine_type=f"zones/{profile.location}/machineTypes/"
+                                                                  f"{machine_type}")
+    await _wait_op(ctx, await ctx.call(client.set_machine_type, "set the machine type", **kw,
+                                       instances_set_machine_type_request_resource=body), "set the machine type")
+    await _wait_op(ctx, await ctx.call(client.start, "start the VM", **kw), "start the VM")
+
+
+async def _wait_op(ctx: CloudContext, op: Any, what: str) -> None:
+    """Wait for a Compute ExtendedOperation (in a thread: result() blocks)."""
+    from inferctl.cloud.clients import plain
+
+    result = getattr(op, "result", None)
+    if callable(result):
+        await ctx.call(plain(lambda: result(timeout=600)), what)
