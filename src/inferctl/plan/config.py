@@ -1,0 +1,145 @@
+"""The planner's input: one serving configuration (model, format, hardware, vLLM settings).
+
+A deployment profile (issue 5) converts into a :class:`ServingConfig`; so do the CLI's flags. Defaults
+follow vLLM 0.33 where it has one (reference/vllm.md §4), resolved against the accelerator by
+:func:`resolve`: ``max_num_seqs`` 256 (1024 on devices with >= 70 GiB, not A100), ``max_num_batched_tokens``
+2048 (8192 on >= 70 GiB, 16384 on >= 160 GiB; TPU v6e 1024, v5e 512), block size 16 (CPU 128),
+``gpu_memory_utilization`` 0.92, async scheduling on (off on the CPU build).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+from inferctl.catalog import Accelerator, ModelSpec, get_accelerator, load_model
+from inferctl.errors import ConfigError
+
+KV_DTYPE_BYTES = {"auto": 2.0, "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "float16": 2.0,
+                  "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}  # fmt: skip
+
+
+class SpecDecode(BaseModel):
+    """Speculative decoding: the method, draft length and per-position acceptance."""
+
+    method: str = Field(description="'mtp' (the model's assistant), 'ngram', or 'draft_model'.")
+    num_speculative_tokens: int = Field(description="Draft tokens proposed per step.")
+    acceptance: list[float] = Field(
+        default_factory=list,
+        description="Probability the draft token at each position is accepted given all before it were "
+        "(empty: the method's default).",
+    )
+
+
+def parse_speculative(text: str | None) -> SpecDecode | None:
+    """``mtp``, ``mtp:4``, ``ngram:3``, ``mtp:4@0.8,0.7,0.6,0.5`` (acceptance per position) or ``off``."""
+    if text is None or text.strip().lower() in ("", "off", "none", "no"):
+        return None
+    m = re.fullmatch(r"(mtp|ngram|draft_model)(?::(\d+))?(?:@([\d.,\s]+))?", text.strip().lower())
+    if not m:
+        raise ConfigError(
+            f"Cannot read --speculative '{text}'; write METHOD[:TOKENS][@ACCEPT,...] with METHOD mtp, ngram "
+            f"or draft_model, e.g. 'mtp:4' or 'ngram:3@0.5,0.3,0.2'."
+        )
+    acc = [float(x) for x in m.group(3).split(",") if x.strip()] if m.group(3) else []
+    if any(not 0 <= a <= 1 for a in acc):
+        raise ConfigError("Speculative acceptance rates must lie between 0 and 1.")
+    n = int(m.group(2)) if m.group(2) else (len(acc) or (4 if m.group(1) == "mtp" else 3))
+    if n < 1:
+        raise ConfigError("--speculative needs at least one draft token.")
+    return SpecDecode(method=m.group(1), num_speculative_tokens=n, acceptance=acc)
+
+
+class ServingConfig(BaseModel):
+    """One way to serve a model. Unset fields take vLLM's default for the accelerator (see ``resolve``)."""
+
+    model: str = Field(description="Catalog model name, HF id, or a directory with a config.json.")
+    accelerator: str = Field(default="l4", description="Catalog accelerator name.")
+    count: int = Field(default=1, ge=1, description="Devices in the deployment.")
+    tp: int | None = Field(default=None, ge=1, description="Tensor-parallel size (default: count).")
+    quant: str = Field(default="bf16", description="Weight format: bf16, fp8 or w4a16.")
+    kv_dtype: str = Field(default="auto", description="KV-cache dtype: auto (= bf16) or fp8.")
+    max_model_len: int | None = Field(default=None, ge=16, description="Context length (default: the model's).")
+    gpu_mem_util: float = Field(default=0.92, gt=0, le=1, description="--gpu-memory-utilization.")
+    max_num_seqs: int | None = Field(default=None, ge=1, description="--max-num-seqs.")
+    max_num_batched_tokens: int | None = Field(default=None, ge=16, description="--max-num-batched-tokens.")
+    block_size: int | None = Field(default=None, ge=1, description="--block-size (tokens per KV block).")
+    kv_cache_memory_gib: float | None = Field(
+        default=None, gt=0, description="KV memory per device, GiB (--kv-cache-memory-bytes; the CPU KV space)."
+    )
+    speculative: SpecDecode | None = Field(default=None, description="Speculative decoding, if any.")
+    async_scheduling: bool | None = Field(default=None, description="Async scheduling (default: on, CPU off).")
+    hybrid_kv_cache: bool = Field(default=True, description="False = --disable-hybrid-kv-cache-manager.")
+    language_model_only: bool = Field(default=False, description="Skip vision/audio encoders' weights.")
+    price_per_device_hour: float | None = Field(
+        default=None, ge=0, description="USD per device-hour, for cost per million tokens."
+    )
+
+
+class Resolved(BaseModel):
+    """A ServingConfig with every default filled in and its model and accelerator loaded."""
+
+    config: ServingConfig
+    model: ModelSpec
+    accelerator: Accelerator
+    drafter: ModelSpec | None
+    tp: int
+    replicas: int
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    block_size: int
+    kv_dtype_bytes: float
+    async_scheduling: bool
+
+
+def _default_seqs_tokens(acc: Accelerator) -> tuple[int, int]:
+    if acc.kind == "tpu":
+        return 256, (1024 if "v6e" in acc.name else 512)
+    big = acc.memory_gib >= 70 and not acc.name.startswith("a100")
+    seqs = 1024 if (acc.memory_gib >= 160 or big) else 256
+    tokens = 16384 if acc.memory_gib >= 160 else (8192 if big else 2048)
+    return seqs, tokens
+
+
+def resolve(cfg: ServingConfig) -> Resolved:
+    """Load the model and accelerator and fill vLLM's defaults. Raises ConfigError on bad combinations."""
+    acc = get_accelerator(cfg.accelerator)
+    model = load_model(cfg.model)
+    if model.drafter_for:
+        raise ConfigError(f"{model.name} is a speculative-decoding assistant; plan its target {model.drafter_for}.")
+    if cfg.quant not in model.formats:
+        raise ConfigError(f"{model.name} has no '{cfg.quant}' weights; choose one of: {', '.join(model.formats)}.")
+    if cfg.kv_dtype not in KV_DTYPE_BYTES:
+        raise ConfigError(f"Unknown --kv-dtype '{cfg.kv_dtype}'; choose one of: auto, bf16, fp8.")
+    tp = cfg.tp or cfg.count
+    if cfg.count % tp:
+        raise ConfigError(f"--count {cfg.count} is not a multiple of --tp {tp}; each replica needs tp devices.")
+    if tp > acc.max_per_host and acc.kind == "gpu":
+        raise ConfigError(f"--tp {tp} exceeds the {acc.max_per_host} {acc.display_name} devices one host holds.")
+    seqs, tokens = _default_seqs_tokens(acc)
+    max_len = cfg.max_model_len or model.max_position_embeddings
+    if max_len > model.max_position_embeddings:
+        raise ConfigError(
+            f"--max-model-len {max_len} exceeds {model.name}'s maximum of {model.max_position_embeddings}."
+        )
+    drafter = None
+    if cfg.speculative and cfg.speculative.method == "mtp":
+        if not model.drafter:
+            raise ConfigError(f"{model.name} has no MTP assistant in the catalog; use --speculative ngram:N.")
+        drafter = load_model(model.drafter)
+    return Resolved(
+        config=cfg,
+        model=model,
+        accelerator=acc,
+        drafter=drafter,
+        tp=tp,
+        replicas=cfg.count // tp,
+        max_model_len=max_len,
+        max_num_seqs=cfg.max_num_seqs or seqs,
+        max_num_batched_tokens=cfg.max_num_batched_tokens or tokens,
+        block_size=cfg.block_size or (128 if acc.kind == "cpu" else 16),
+        kv_dtype_bytes=KV_DTYPE_BYTES[cfg.kv_dtype],
+        async_scheduling=cfg.async_scheduling if cfg.async_scheduling is not None else acc.kind != "cpu",
+    )

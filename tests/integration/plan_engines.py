@@ -1,0 +1,121 @@
+"""Real vLLM engines with several tiny Gemma 4 shapes, for checking the planner against vLLM's own log.
+
+Shared by tests/integration/test_plan_kv_agreement.py (three configurations) and
+benchmarks/kv_agreement.py (the broader set). A variant is the tiny local checkpoint with its
+config.json changed (sizes, layer pattern, window, KV heads) and weights regenerated for the new
+shapes with the tiny-model builder's own recipe, so vLLM walks the same Gemma 4 code paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class EngineCase:
+    """One engine configuration: model overrides plus vLLM flags and the CPU KV space."""
+
+    name: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    max_model_len: int = 2048
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    kv_space_gib: int = 1
+    kv_cache_dtype: str | None = None
+    max_num_seqs: int | None = None
+
+    def args(self) -> list[str]:
+        out = ["--max-model-len", str(self.max_model_len), "--enforce-eager"]
+        if self.max_num_batched_tokens is not None:
+            out += ["--max-num-batched-tokens", str(self.max_num_batched_tokens)]
+        if self.block_size is not None:
+            out += ["--block-size", str(self.block_size)]
+        if self.kv_cache_dtype is not None:
+            out += ["--kv-cache-dtype", self.kv_cache_dtype]
+        if self.max_num_seqs is not None:
+            out += ["--max-num-seqs", str(self.max_num_seqs)]
+        return out
+
+
+# The three the test suite starts (about 1-2 min each on a 2-core machine). Together they cover:
+# the stock tiny model with sliding windows that matter (max_model_len >> window + batch), a model
+# whose full and sliding pages differ (block-size unification) with padded groups and a non-default
+# block size, and a model with KV-shared layers and a larger KV space.
+TEST_CASES = [
+    EngineCase("stock-8k", max_model_len=8192, max_num_batched_tokens=512),
+    EngineCase(
+        "wide-unify-pad",
+        overrides={
+            "hidden_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+            "global_head_dim": 128, "num_global_key_value_heads": 2, "sliding_window": 256,
+            "layer_types": ["sliding_attention"] * 2 + ["full_attention"] + ["sliding_attention"] * 3
+            + ["full_attention"],
+        },
+        max_model_len=16384, max_num_batched_tokens=1024, block_size=64, kv_space_gib=2,
+    ),
+    EngineCase(
+        "kv-shared",
+        overrides={
+            "num_hidden_layers": 6, "num_kv_shared_layers": 2, "sliding_window": 512,
+            "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+        },
+        max_model_len=4096, max_num_batched_tokens=768, kv_space_gib=1,
+    ),
+]
+
+
+def build_variant(dest: Path, overrides: dict[str, Any]) -> Path:
+    """A copy of the tiny checkpoint with ``overrides`` applied to config.json and matching weights.
+
+    Uses the builder's private recipe (``_weights``, ``_write_safetensors``): tinymodel.py has no size
+    parameter yet (asked for in the issue-6 report).
+    """
+    from inferctl.local import tinymodel
+
+    base = tinymodel.ensure_tiny_model()
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(base, dest)
+    cfg = {**tinymodel.TEXT_CONFIG, **overrides}
+    n = cfg["num_hidden_layers"] = len(cfg["layer_types"])
+    assert n >= 1
+    (dest / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    shapes_cfg = dict(cfg)
+    tinymodel._write_safetensors(dest / "model.safetensors", tinymodel._weights(shapes_cfg))
+    return dest
+
+
+def start_case(case: EngineCase, workdir: Path, port: int):
+    """Build the case's model, start vLLM on ``port`` and wait until it serves; returns EngineState."""
+    from inferctl.local import engine
+
+    model_dir = build_variant(workdir / f"model-{case.name}", case.overrides)
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(case.kv_space_gib)}
+    state = engine.spawn(model_dir, served_model_name=case.name, port=port, extra_args=case.args(), env=env)
+    try:
+        engine.wait_ready(state, timeout=900)
+    except BaseException:
+        engine.terminate(state)
+        raise
+    return state
+
+
+def serving_config_for(case: EngineCase, model_dir: Path):
+    """The planner's ServingConfig describing the same engine."""
+    from inferctl.plan.config import ServingConfig
+
+    return ServingConfig(
+        model=str(model_dir),
+        accelerator="cpu",
+        max_model_len=case.max_model_len,
+        max_num_batched_tokens=case.max_num_batched_tokens,
+        block_size=case.block_size,
+        kv_dtype=case.kv_cache_dtype or "auto",
+        kv_cache_memory_gib=float(case.kv_space_gib),
+        max_num_seqs=case.max_num_seqs,
+    )
