@@ -66,13 +66,27 @@ def clear_state() -> None:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process. Zombies count as dead (and our own are reaped)."""
+    if pid <= 0:  # os.kill(0, ...) would address our own process group
+        return False
+    try:
+        # When the engine is our child (tests, `up` in the same process), a dead one stays a zombie
+        # that os.kill still reaches until it is reaped.
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # a zombie that is not our child: dead, its parent just has not reaped it yet
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
 
 
 def local_url() -> str:
