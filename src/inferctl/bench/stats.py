@@ -165,6 +165,7 @@ class CellMetrics(BaseModel):
     stream_broken: int = 0
     infeasible: int = 0
     warmup: int = 0
+    missing_usage: int = Field(default=0, description="ok requests whose stream carried no usage (tokens unknown).")
     error_rate: float = 0.0
     window_s: float = 0.0
     request_throughput: float = 0.0
@@ -218,6 +219,7 @@ def aggregate(records: Sequence[RequestRecord], slos: Sequence[Slo] = ()) -> Cel
     ptoks = [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
     ctoks = [r.completion_tokens for r in ok if r.completion_tokens is not None]
     m.prompt_tokens_total, m.completion_tokens_total = sum(ptoks), sum(ctoks)
+    m.missing_usage = sum(1 for r in ok if r.completion_tokens is None)
     if ptoks:
         m.prompt_tokens_mean = round(sum(ptoks) / len(ptoks), 2)
         m.prompt_tokens_min, m.prompt_tokens_max = min(ptoks), max(ptoks)

@@ -106,9 +106,7 @@ async def sweep(
             raise ConfigError(f"Run {store.path.name} is {meta.source}, not measured; it cannot be resumed.")
         spec = SweepSpec.model_validate(meta.grid)
         if target is None:
-            t = meta.target
-            target = (resolve_target(t["name"]) if t.get("name") not in (None, "url")
-                      else resolve_target(url=t["url"], model=meta.model))
+            target = _recorded_target(meta)
         meta.resumed_at.append(time.time())
     else:
         if spec is None or target is None:
@@ -146,6 +144,19 @@ async def sweep(
             store.write_meta(meta)
             store.close()
     return _summary(store, meta, cells, len(spec.cells()))
+
+
+def _recorded_target(meta: RunMeta) -> Target:
+    """The run's own target: by name when the config still has it (auth included), else its URL."""
+    t = meta.target
+    if t.get("name") not in (None, "url"):
+        try:
+            found = resolve_target(t["name"], model=meta.model)
+            if found.url == t.get("url") or found.local:
+                return found
+        except ConfigError:
+            pass
+    return resolve_target(url=t["url"], model=meta.model)
 
 
 def list_all(root: str | Path | None = None) -> RunList:
