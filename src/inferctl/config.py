@@ -178,6 +178,10 @@ def resolve_target(
             from inferctl.local.state import local_url
 
             target = Target(name=LOCAL, url=local_url(), local=True)
+        elif _is_profile(chosen):  # a deployment profile: ask Google Cloud where it runs
+            from inferctl.cloud.discovery import profile_target
+
+            target = profile_target(chosen)
         else:
             known = ", ".join(sorted([LOCAL, *cfg.targets])) or LOCAL
             raise ConfigError(f"Unknown target '{chosen}'; known targets: {known}.")
@@ -188,6 +192,12 @@ def resolve_target(
     if token_env:
         target = target.model_copy(update={"auth": "bearer", "token_env": token_env})
     return target
+
+
+def _is_profile(name: str) -> bool:
+    from inferctl.cloud.profiles import is_profile
+
+    return is_profile(name)
 
 
 def list_targets() -> list[Target]:

@@ -169,6 +169,15 @@ class Profile(_Strict):
         return self.model_copy(update={"project": project})
 
 
+def resolve_project(explicit: str | None = None) -> str:
+    """--project > GOOGLE_CLOUD_PROJECT > [cloud] project in the config file."""
+    project = explicit or os.environ.get("GOOGLE_CLOUD_PROJECT") or _config_project()
+    if not project:
+        raise ProjectMissing("No Google Cloud project; pass --project, set GOOGLE_CLOUD_PROJECT or `project` under "
+                             "[cloud] in the config file.")
+    return project
+
+
 def _label_value(value: str) -> str:
     # label values: lowercase letters, digits, '-', '_', at most 63 characters
     out = "".join(c if c.isalnum() or c in "-_" else "-" for c in value.lower())

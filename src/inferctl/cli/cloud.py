@@ -1,0 +1,171 @@
+"""capacity, artifacts, `secrets set-hf-token`, `profiles list|show`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from inferctl.cli.common import JsonOpt, console, emit, fail, run
+from inferctl.cli.deploy import ProjectOpt
+
+secrets_app = typer.Typer(help="Secrets in Secret Manager (values are never printed).", no_args_is_help=True)
+profiles_app = typer.Typer(help="Deployment profiles: shipped examples and your config file's.",
+                           no_args_is_help=True)
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.2f} GB"
+
+
+def capacity(
+    accelerator: Annotated[str, typer.Option("--accelerator", "-a",
+                                             help="nvidia-l4, nvidia-rtx-pro-6000, v6e or v5e.")],
+    regions: Annotated[str | None, typer.Option("--regions", show_default=False,
+                                                help="Comma-separated regions (default: all offered).")] = None,
+    platform: Annotated[list[str] | None, typer.Option("--platform", show_default=False,
+                                                       help="gce, cloudrun or tpu (repeatable).")] = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Where an accelerator is offered and how much quota is left (creates nothing)."""
+    from inferctl.ops.capacity import find_capacity
+
+    wanted = [r.strip() for r in regions.split(",") if r.strip()] if regions else None
+    for p in platform or []:
+        if p not in ("gce", "cloudrun", "tpu"):
+            raise fail(f"--platform must be gce, cloudrun or tpu (got {p!r}).", 2)
+    report = run(lambda: find_capacity(accelerator, regions=wanted, project=project,
+                                       platforms=platform or None))  # type: ignore[arg-type]
+
+    def render(r) -> None:
+        from rich.table import Table
+
+        t = Table(title=f"{r.accelerator} in project {r.project}")
+        for col in ("platform", "location", "offered", "quota limit", "in use", "available", "zones / types"):
+            t.add_column(col)
+
+        def num(v):
+            return "?" if v is None else f"{v:g}"
+
+        for row in r.rows:
+            t.add_row(row.platform, row.location, "yes" if row.offered else "no", num(row.quota_limit),
+                      num(row.quota_usage), num(row.available), ", ".join(row.zones))
+        c = console()
+        c.print(t)
+        for note in r.notes:
+            c.print(f"[dim]{note}[/]")
+
+    emit(report, as_json, render)
+
+
+def artifacts(
+    bucket: Annotated[str | None, typer.Argument(help="Bucket (or gs://bucket/prefix); default: a profile's.",
+                                                 show_default=False)] = None,
+    prefix: Annotated[str | None, typer.Option(help="Only objects under this prefix.", show_default=False)] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Most objects to list.")] = 1000,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Model files in a Cloud Storage bucket, their sizes, and the loadable model folders."""
+    from inferctl.ops.artifacts import list_artifacts
+
+    result = run(lambda: list_artifacts(bucket, prefix=prefix, project=project, limit=limit))
+
+    def render(r) -> None:
+        from rich.table import Table
+
+        c = console()
+        if r.models:
+            t = Table(title=f"Model folders in gs://{r.bucket}")
+            for col in ("path", "files", "weights", "size"):
+                t.add_column(col)
+            for m in r.models:
+                t.add_row(m.path, str(m.files), str(m.weights), _gb(m.size_bytes))
+            c.print(t)
+        t = Table(title=f"Objects in gs://{r.bucket}/{r.prefix or ''}")
+        t.add_column("name")
+        t.add_column("size", justify="right")
+        for a in r.artifacts:
+            t.add_row(a.name, _gb(a.size_bytes))
+        c.print(t)
+        if r.truncated:
+            c.print("[yellow]More objects exist; raise --limit or narrow --prefix.[/]")
+
+    emit(result, as_json, render)
+
+
+@secrets_app.command("set-hf-token")
+def set_hf_token(
+    from_env: Annotated[str | None, typer.Option("--from-env", show_default=False,
+                                                 help="Read the token from this environment variable.")] = None,
+    secret: Annotated[str, typer.Option(help="Secret Manager secret id.")] = "hf-token",
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store the Hugging Face token in Secret Manager, read from stdin or --from-env (never an argument)."""
+    from inferctl.ops.cloud_secrets import read_token, set_hf_token
+
+    if from_env:
+        stdin_text = None
+    elif sys.stdin.isatty():
+        import getpass
+
+        stdin_text = getpass.getpass("Hugging Face token (input hidden): ")
+    else:
+        stdin_text = sys.stdin.read()
+    token = run(lambda: read_token(from_env=from_env, stdin_text=stdin_text))
+    result = run(lambda: set_hf_token(token, secret=secret, project=project))
+    emit(result, as_json, lambda r: console().print(
+        f"Stored a new version of {r.secret}" + (" (secret created)" if r.created_secret else "") + ".", markup=False))
+
+
+@profiles_app.command("list")
+def profiles_list(as_json: JsonOpt = False) -> None:
+    """Every deployment profile: shipped examples and the config file's."""
+    from inferctl.ops.profiles import list_profile_summaries
+
+    def render(items) -> None:
+        from rich.table import Table
+
+        t = Table()
+        for col in ("name", "platform", "location", "accelerator", "model", "source"):
+            t.add_column(col)
+        for p in items:
+            t.add_row(p.name, p.platform, p.location or "", p.accelerator, p.model,
+                      "shipped" if p.shipped else "config")
+        console().print(t)
+
+    items = run(list_profile_summaries)
+    if as_json:
+        sys.stdout.write("[" + ",\n".join(i.model_dump_json(indent=2) for i in items) + "]\n")
+        return
+    render(items)
+
+
+@profiles_app.command("show")
+def profiles_show(name: Annotated[str, typer.Argument(help="Profile name.")], as_json: JsonOpt = False) -> None:
+    """One profile, the `vllm serve` command it runs, and what validation says."""
+    import shlex
+
+    from inferctl.ops.profiles import show_profile
+
+    def render(d) -> None:
+        c = console()
+        c.print_json(d.profile.model_dump_json(exclude_none=True))
+        c.print("\n[bold]Server command[/]")
+        c.print(shlex.join(d.serve_command), markup=False, soft_wrap=True)
+        for e in d.errors:
+            c.print(f"[red]error:[/] {e}")
+        for w in d.warnings:
+            c.print(f"[yellow]warning:[/] {w}")
+
+    emit(run(lambda: show_profile(name)), as_json, render)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(capacity)
+    app.command()(artifacts)
+    app.add_typer(secrets_app, name="secrets")
+    app.add_typer(profiles_app, name="profiles")

@@ -1,0 +1,163 @@
+"""deploy, destroy, scale, describe: a deployment profile's lifecycle on Google Cloud.
+
+`deploy PROFILE` only prints the plan; `--apply` sends exactly that plan, after confirmation
+unless `--yes`. `destroy` and `scale` confirm too, and refuse resources inferctl did not create
+unless `--force`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from inferctl.cli.common import JsonOpt, console, emit, fail, run
+
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option("--project", help="Google Cloud project (default: GOOGLE_CLOUD_PROJECT or [cloud] project).",
+                 show_default=False),
+]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Act even on a resource inferctl did not create.")]
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask before a write; without a terminal, --yes is required."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise fail(f"{question} Needs confirmation: run in a terminal or pass --yes.", 2)
+    if not typer.confirm(question, default=False, err=True):
+        raise fail("cancelled; nothing was changed.", 1)
+
+
+def _progress():
+    start = time.monotonic()
+    err = console()
+    err.stderr = True
+
+    def say(message: str) -> None:
+        err.print(f"[dim][{time.monotonic() - start:6.0f}s][/] {message}", highlight=False, markup=True,
+                  soft_wrap=True)
+
+    return say
+
+
+def render_plan(plan) -> None:
+    from rich.syntax import Syntax
+
+    c = console()
+    c.print(f"[bold]Plan for profile {plan.profile}[/] ({plan.platform}, project {plan.project}, {plan.location})")
+    for w in plan.warnings:
+        c.print(f"[yellow]warning:[/] {w}")
+    if plan.fit:
+        c.print(f"fit: {plan.fit}")
+    for n, req in enumerate(plan.requests, 1):
+        c.print(f"\n[bold]{n}. {req.http_method} {req.url}[/]  [dim]{req.method}[/]", soft_wrap=True)
+        if req.why:
+            c.print(f"   {req.why}")
+        if req.body is not None:
+            c.print(Syntax(json.dumps(req.body, indent=2), "json", word_wrap=True, background_color="default"))
+    c.print("\n[bold]Equivalent gcloud commands[/] (for reference; inferctl does not run them):")
+    for line in plan.gcloud:
+        c.print(line, soft_wrap=True, markup=False)
+
+
+def render_status(st) -> None:
+    c = console()
+    colour = {"ready": "green", "failed": "red", "absent": "dim"}.get(st.phase, "yellow")
+    c.print(f"[bold]{st.profile}[/] ({st.platform}) [{colour}]{st.phase}[/]" + (f" — {st.state}" if st.state else ""))
+    rows = [("resource", st.resource_name), ("reason", st.reason), ("url", st.url), ("internal url", st.internal_url),
+            ("revision", st.revision), ("accelerator", st.accelerator), ("machine type", st.machine_type),
+            ("instances", f"{st.min_instances}..{st.max_instances}" if st.min_instances is not None else None),
+            ("authenticated", None if st.authenticated is None else ("yes" if st.authenticated else "NO (public)")),
+            ("created by inferctl", ("yes" if st.managed else "no") if st.exists else None)]
+    for key, value in rows:
+        if value:
+            c.print(f"  {key:20} {value}", markup=False)
+    for cond in st.conditions:
+        c.print(f"  condition {cond.type}: {cond.state}" + (f" — {cond.message}" if cond.message else ""), markup=False)
+
+
+def deploy(
+    profile: Annotated[str, typer.Argument(help="Deployment profile (see `inferctl profiles list`).")],
+    apply: Annotated[bool, typer.Option("--apply", help="Create the resources (default: plan only).")] = False,
+    yes: YesOpt = False,
+    project: ProjectOpt = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until ready / ACTIVE.")] = True,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for readiness.")] = 3600.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the deployment plan (API requests + equivalent gcloud); --apply creates it and waits until ready."""
+    from inferctl.ops.deploy import apply_deployment, plan_deployment
+
+    plan = run(lambda: plan_deployment(profile, project=project))
+    if not apply:
+        emit(plan, as_json, render_plan)
+        if not as_json:
+            console().print("\n[bold]Nothing was created.[/] Run again with --apply to create it.")
+        return
+    if not as_json:
+        render_plan(plan)
+    confirm(f"Create {plan.resource_name} (this costs money)?", yes)
+    status = run(lambda: apply_deployment(plan, project=project, progress=_progress(), wait=wait, timeout=timeout))
+    emit(status, as_json, render_status)
+    if status.phase == "failed":
+        raise typer.Exit(1)
+
+
+def destroy(
+    profile: Annotated[str, typer.Argument(help="Deployment profile whose resource to delete.")],
+    yes: YesOpt = False,
+    force: ForceOpt = False,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete the profile's service / VM / queued resource — only that one, and only if inferctl created it."""
+    from inferctl.ops.lifecycle import destroy_deployment
+
+    confirm(f"Delete the resource of profile {profile}?", yes)
+    result = run(lambda: destroy_deployment(profile, project=project, force=force))
+    emit(result, as_json, lambda r: console().print(r.detail, markup=False))
+
+
+def scale(
+    profile: Annotated[str, typer.Argument(help="Deployment profile to scale.")],
+    min_instances: Annotated[int | None, typer.Option("--min-instances", min=0, show_default=False,
+                                                      help="Cloud Run minimum instances.")] = None,
+    max_instances: Annotated[int | None, typer.Option("--max-instances", min=1, show_default=False,
+                                                      help="Cloud Run maximum instances.")] = None,
+    machine_type: Annotated[str | None, typer.Option("--machine-type", show_default=False,
+                                                     help="GCE machine type (stops and restarts the VM).")] = None,
+    yes: YesOpt = False,
+    force: ForceOpt = False,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change Cloud Run min/max instances, or a VM's machine type."""
+    from inferctl.ops.lifecycle import scale_deployment
+
+    confirm(f"Scale the resource of profile {profile}?", yes)
+    result = run(lambda: scale_deployment(profile, project=project, min_instances=min_instances,
+                                          max_instances=max_instances, machine_type=machine_type, force=force))
+    emit(result, as_json, lambda r: console().print(r.detail, markup=False))
+
+
+def describe(
+    profile: Annotated[str, typer.Argument(help="Deployment profile.")],
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """State, conditions, revision, URL/IP, accelerator, and whether inferctl created it."""
+    from inferctl.ops.lifecycle import describe_deployment
+
+    emit(run(lambda: describe_deployment(profile, project=project)), as_json, render_status)
+
+
+def register(app: typer.Typer) -> None:
+    for fn in (deploy, destroy, scale, describe):
+        app.command()(fn)

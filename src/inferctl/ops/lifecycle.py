@@ -1,0 +1,104 @@
+"""`describe`, `destroy` and `scale` a deployed profile.
+
+Destroy and scale touch only the one resource the profile names, and refuse a resource that does
+not carry ``managed-by=inferctl`` unless ``force`` is given: inferctl never deletes what it did
+not create by accident (the seed's "create" deleted every other TPU in the zone).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from pydantic import BaseModel, Field
+
+from inferctl.cloud.clients import CloudContext
+from inferctl.cloud.errors import NotManaged, ResourceNotFound
+from inferctl.cloud.profiles import Profile, load_profile
+from inferctl.cloud.status import DeploymentStatus
+from inferctl.errors import ConfigError
+
+
+class ChangeResult(BaseModel):
+    """What destroy or scale did."""
+
+    profile: str
+    action: str = Field(description="destroyed, scaled, or nothing.")
+    resource_name: str
+    detail: str = Field(description="One sentence for people.")
+    status: DeploymentStatus | None = Field(default=None, description="The resource after the change.")
+
+
+def _setup(name: str, project: str | None) -> tuple[Profile, CloudContext]:
+    profile = load_profile(name)
+    if project:
+        profile = profile.model_copy(update={"project": project})
+    profile = profile.with_project()
+    return profile, CloudContext(profile.project or "")
+
+
+async def describe_deployment(name: str, *, project: str | None = None) -> DeploymentStatus:
+    """State, conditions, revision, URL/IP, accelerator, and whether inferctl created it."""
+    from inferctl.cloud.deploy import describe
+
+    profile, ctx = _setup(name, project)
+    return await describe(ctx, profile)
+
+
+def _refuse_unmanaged(st: DeploymentStatus, force: bool, verb: str) -> None:
+    if not st.managed and not force:
+        raise NotManaged(f"{st.resource_name} was not created by inferctl (no managed-by=inferctl label); refusing "
+                         f"to {verb} it. Pass --force if you really mean it.")
+
+
+async def destroy_deployment(name: str, *, project: str | None = None, force: bool = False) -> ChangeResult:
+    """Delete the profile's service / VM / queued resource (only that one)."""
+    from inferctl.cloud.deploy import describe, platform_module
+
+    profile, ctx = _setup(name, project)
+    st = await describe(ctx, profile)
+    if not st.exists:
+        return ChangeResult(profile=name, action="nothing", resource_name=st.resource_name,
+                            detail=f"{st.resource_name} does not exist; nothing to destroy.", status=st)
+    _refuse_unmanaged(st, force, "destroy")
+    with contextlib.suppress(ResourceNotFound):  # gone between describe and delete: the goal is met
+        await platform_module(profile).delete(ctx, profile)
+    return ChangeResult(profile=name, action="destroyed", resource_name=st.resource_name,
+                        detail=f"Deleted {st.resource_name}.")
+
+
+async def scale_deployment(name: str, *, project: str | None = None, min_instances: int | None = None,
+                           max_instances: int | None = None, machine_type: str | None = None,
+                           force: bool = False) -> ChangeResult:
+    """Cloud Run: min/max instances. GCE: machine type (stop, change, start). TPU: not scalable in place."""
+    from inferctl.cloud import cloudrun, gce
+    from inferctl.cloud.deploy import describe
+
+    profile, ctx = _setup(name, project)
+    if profile.platform == "tpu":
+        raise ConfigError("A TPU queued resource cannot be resized; change accelerator in the profile, destroy and "
+                          "deploy again.")
+    if profile.platform == "cloudrun":
+        if machine_type:
+            raise ConfigError("--machine-type is for GCE profiles; Cloud Run scales with --min/--max instances.")
+        if min_instances is None and max_instances is None:
+            raise ConfigError("Give --min-instances and/or --max-instances.")
+        if min_instances is not None and max_instances is not None and min_instances > max_instances:
+            raise ConfigError("--min-instances is larger than --max-instances.")
+    elif not machine_type:
+        raise ConfigError("Give --machine-type (a GCE VM scales by changing its machine type).")
+    elif min_instances is not None or max_instances is not None:
+        raise ConfigError("--min/--max instances are for Cloud Run profiles; a VM scales with --machine-type.")
+    st = await describe(ctx, profile)
+    if not st.exists:
+        raise ResourceNotFound(f"{st.resource_name} does not exist; deploy it first.")
+    _refuse_unmanaged(st, force, "scale")
+    if profile.platform == "cloudrun":
+        await cloudrun.scale(ctx, profile, min_instances=min_instances, max_instances=max_instances)
+        detail = f"Cloud Run instances: min {min_instances if min_instances is not None else st.min_instances}, " \
+                 f"max {max_instances if max_instances is not None else st.max_instances}."
+    else:
+        assert machine_type is not None
+        await gce.set_machine_type(ctx, profile, machine_type)
+        detail = f"VM machine type is now {machine_type} (it was stopped and started again)."
+    return ChangeResult(profile=name, action="scaled", resource_name=st.resource_name, detail=detail,
+                        status=await describe(ctx, profile))
