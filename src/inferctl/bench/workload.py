@@ -22,6 +22,7 @@ Everything is seeded: the same seed, cell and request index give the same prompt
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import random
 from dataclasses import dataclass, field
@@ -93,13 +94,29 @@ class PromptSet:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def text(self, index: int) -> str:
-        """The user text of request ``index`` (deterministic)."""
-        rng = random.Random(f"{self.seed}/{self.cell}/{self.attempt}/{index}")
-        head = "".join(rng.choices(self.words, k=self.head_tokens))
+        """The user text of request ``index`` (deterministic, unique per seed/cell/attempt/index)."""
+        # blake2b instead of random.Random(seed): ~20x cheaper, and this runs once per request.
+        digest = hashlib.blake2b(f"{self.seed}/{self.cell}/{self.attempt}/{index}".encode(),
+                                 digest_size=max(1, 2 * self.head_tokens)).digest()
+        words, n = self.words, len(self.words)
+        head = "".join(words[int.from_bytes(digest[2 * k:2 * k + 2], "little") % n]
+                       for k in range(self.head_tokens))
         return self.prefix + head + self.body
 
     def payload(self, index: int) -> dict[str, Any]:
-        text = self.text(index)
+        return self.payload_with(self.text(index))
+
+    def body_bytes(self, index: int) -> bytes:
+        """The request body; only the text is encoded per request (the rest is cached)."""
+        cache = self.__dict__.get("_frame")
+        if cache is None:
+            marker = "\u0000TEXT\u0000"
+            frame = json.dumps(self.payload_with(marker), separators=(",", ":"))
+            before, after = frame.split(json.dumps(marker), 1)
+            cache = self.__dict__["_frame"] = (before.encode(), after.encode())
+        return cache[0] + json.dumps(self.text(index)).encode() + cache[1]
+
+    def payload_with(self, text: str) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "stream": True, "stream_options": {"include_usage": True},
                                 "max_tokens": self.max_tokens, "temperature": 0.0}
         if self.ignore_eos:
@@ -110,9 +127,6 @@ class PromptSet:
             body["prompt"] = text
         body.update(self.extra)
         return body
-
-    def body_bytes(self, index: int) -> bytes:
-        return json.dumps(self.payload(index), separators=(",", ":")).encode()
 
     @property
     def path(self) -> str:

@@ -27,6 +27,15 @@ from typing import Any, Literal
 
 import httpx
 
+try:  # msgspec decodes a chunk ~5x faster than json; it matters at thousands of chunks per second
+    from msgspec.json import Decoder as _Decoder
+
+    _decode = _Decoder().decode
+    _DecodeError: tuple[type[Exception], ...] = (ValueError, __import__("msgspec").DecodeError)
+except ImportError:  # pragma: no cover - msgspec comes with vLLM, not with inferctl
+    _decode = json.loads
+    _DecodeError = (ValueError,)
+
 Status = Literal["ok", "http_error", "timeout", "connection_error", "stream_broken"]
 
 
@@ -134,8 +143,8 @@ class SSEParser:
                     self.done = True
                     continue
                 try:
-                    chunk = json.loads(payload)
-                except ValueError:
+                    chunk = _decode(payload)
+                except _DecodeError:
                     result.status, result.error = "stream_broken", f"unparseable chunk: {payload[:120]!r}"
                     return False
                 if not isinstance(chunk, dict):
