@@ -36,10 +36,17 @@ import struct
 import tempfile
 from pathlib import Path
 
-VERSION = 2
+VERSION = 3
 SEED = 20260422
 SERVED_MODEL_NAME = "tiny-gemma4"
 MANIFEST = "inferctl-tinymodel.json"
+
+# Embedding scale. With the usual 0.02 the (unit-RMS, post-normed) sublayer outputs swamp the
+# residual stream and greedy output is uniform noise: n-gram speculative decoding then finds almost
+# nothing to propose. At 0.1 the tied embedding makes the model *sometimes* repeat its last token
+# ("be be be be") between varied stretches, like a real small LM, so spec-decode drafts are both
+# proposed and accepted. (0.25 only ever repeats one token.)
+EMBED_STD = 0.1
 
 SPECIAL_TOKENS = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
 PAD_ID, EOS_ID, BOS_ID, UNK_ID, START_OF_TURN_ID, END_OF_TURN_ID = range(len(SPECIAL_TOKENS))
@@ -228,7 +235,8 @@ def _weights(cfg: dict) -> dict[str, object]:
         if len(shape) == 1:  # Gemma 4 RMSNorm multiplies by weight (not 1 + weight): ones = identity
             out[name] = np.ones(shape, dtype=np.float32)
         else:
-            out[name] = rng.standard_normal(shape, dtype=np.float32) * cfg["initializer_range"]
+            std = EMBED_STD if name == "model.embed_tokens.weight" else cfg["initializer_range"]
+            out[name] = rng.standard_normal(shape, dtype=np.float32) * std
     return out
 
 
