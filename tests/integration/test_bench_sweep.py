@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.integration.conftest import MAX_MODEL_LEN
 
 from inferctl.bench.spec import SweepSpec
 from inferctl.bench.store import RunDir
@@ -15,7 +16,6 @@ from inferctl.config import Target
 from inferctl.ops import bench as ops
 from inferctl.server.client import VLLMClient
 from inferctl.server.metrics import parse_metrics
-from tests.integration.conftest import MAX_MODEL_LEN
 
 pytestmark = pytest.mark.integration
 
