@@ -84,6 +84,16 @@ class CloudContext:
 
         return self._gapic("Compute firewalls", compute_v1.FirewallsClient)
 
+    def zone_operations(self) -> Any:
+        from google.cloud import compute_v1
+
+        return self._gapic("Compute zone operations", compute_v1.ZoneOperationsClient)
+
+    def global_operations(self) -> Any:
+        from google.cloud import compute_v1
+
+        return self._gapic("Compute global operations", compute_v1.GlobalOperationsClient)
+
     def regions(self) -> Any:
         from google.cloud import compute_v1
 
@@ -140,10 +150,13 @@ class CloudContext:
         from google.api_core import exceptions as gexc
         from google.api_core import retry as gretry
 
-        retry = gretry.Retry(
-            predicate=gretry.if_exception_type(gexc.TooManyRequests, gexc.InternalServerError, gexc.BadGateway,
-                                               gexc.ServiceUnavailable, gexc.GatewayTimeout),
-            initial=0.5, maximum=10.0, multiplier=2.0, timeout=RETRY_DEADLINE)
+        def transient(exc: BaseException) -> bool:
+            if isinstance(exc, gexc.TooManyRequests):  # 429 is also how quota errors arrive: never retry those
+                return "quota" not in str(exc).lower() and getattr(exc, "reason", None) != "QUOTA_EXCEEDED"
+            return isinstance(exc, (gexc.InternalServerError, gexc.BadGateway, gexc.ServiceUnavailable,
+                                    gexc.GatewayTimeout))
+
+        retry = gretry.Retry(predicate=transient, initial=0.5, maximum=10.0, multiplier=2.0, timeout=RETRY_DEADLINE)
         try:
             if getattr(fn, "_inferctl_plain", False):
                 return fn(*args, **kwargs)

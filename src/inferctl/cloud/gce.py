@@ -175,10 +175,30 @@ async def set_machine_type(ctx: CloudContext, profile: Profile, machine_type: st
     await _wait_op(ctx, await ctx.call(client.start, "start the VM", **kw), "start the VM")
 
 
-async def _wait_op(ctx: CloudContext, op: Any, what: str) -> None:
-    """Wait for a Compute ExtendedOperation (in a thread: result() blocks)."""
-    from inferctl.cloud.clients import plain
+async def _wait_op(ctx: CloudContext, op: Any, what: str, *, timeout: float = 900.0) -> None:
+    """Wait for a Compute operation with our own operations client.
 
-    result = getattr(op, "result", None)
-    if callable(result):
-        await ctx.call(plain(lambda: result(timeout=600)), what)
+    ``ExtendedOperation.result()`` polls through a client the library builds itself, which ignores
+    our endpoint; polling here keeps every request on the same, configured endpoint.
+    """
+    import time
+
+    import anyio
+
+    from inferctl.cloud.errors import DeployFailed
+
+    deadline = time.monotonic() + timeout
+    while getattr(getattr(op, "status", None), "name", "DONE") != "DONE":  # IntEnum: str() is the number
+        if time.monotonic() > deadline:
+            raise DeployFailed(f"{what}: the operation did not finish within {timeout:.0f}s.")
+        await anyio.sleep(0.5 if ctx.endpoint else 2.0)
+        zone = (getattr(op, "zone", "") or "").rsplit("/", 1)[-1]
+        if zone:
+            op = await ctx.call(ctx.zone_operations().get, what, project=ctx.project, zone=zone, operation=op.name)
+        else:
+            op = await ctx.call(ctx.global_operations().get, what, project=ctx.project, operation=op.name)
+    message = getattr(op, "error_message", None) or ""
+    if getattr(op, "error_code", None) or message:
+        from inferctl.cloud.errors import classify
+
+        raise classify(getattr(op, "http_error_status_code", None) or None, message or "operation failed", what=what)
