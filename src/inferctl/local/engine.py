@@ -361,4 +361,6 @@ def status() -> tuple[EngineStatusName, EngineState | None]:
         return "stopped", None
     if not is_running(state):
         return "dead", state
-    return ("running" if health_ok(state) else "starting"), state
+    # A generous timeout: on 2 busy cores a loaded engine can take seconds to answer /health, and
+    # calling it "starting" then would be wrong.
+    return ("running" if health_ok(state, timeout=5.0) else "starting"), state
