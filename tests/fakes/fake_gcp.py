@@ -201,9 +201,11 @@ class _App:
     # -- helpers -------------------------------------------------------------------------------
     def _lro(self, parent: str, target: str, verb: str) -> dict:
         n = next(self.s.counter)
-        return {"name": f"{parent}/operations/operation-{n}", "done": False,
-                "metadata": {"@type": "type.googleapis.com/google.cloud.tpu.v2.OperationMetadata",
-                             "target": target, "verb": verb, "apiVersion": "v2"}}
+        op = {"name": f"{parent}/operations/operation-{n}", "done": False}
+        if "/queuedResources/" in target:  # Cloud Run's metadata is the Service; TPU's is OperationMetadata
+            op["metadata"] = {"@type": "type.googleapis.com/google.cloud.tpu.v2.OperationMetadata",
+                              "target": target, "verb": verb, "apiVersion": "v2"}
+        return op
 
     def _cop(self, scope: str, target: str, kind: str) -> dict:
         n = next(self.s.counter)
