@@ -49,12 +49,14 @@ class Failure:
     status: str
     message: str
     reason: str | None = None
-    times: int = 1_000_000  # how many requests fail before it succeeds (transient errors)
+    times: int = 1_000_000
+    metadata: dict = field(default_factory=dict)  # how many requests fail before it succeeds (transient errors)
 
 
 def api_not_enabled(service: str) -> Failure:
     return Failure(403, "PERMISSION_DENIED", f"{service} API has not been used in project 123456789012 before or "
-                   "it is disabled. Enable it by visiting the console then retry.", "SERVICE_DISABLED")
+                   "it is disabled. Enable it by visiting the console then retry.", "SERVICE_DISABLED",
+                   metadata={"service": service})
 
 
 def permission_denied(perm: str = "run.services.create") -> Failure:
@@ -114,7 +116,7 @@ def _error(f: Failure) -> JSONResponse:
     details = []
     if f.reason:
         details.append({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": f.reason,
-                        "domain": "googleapis.com", "metadata": {}})
+                        "domain": "googleapis.com", "metadata": f.metadata})
     return JSONResponse({"error": {"code": f.code, "message": f.message, "status": f.status, "details": details,
                                    "errors": [{"message": f.message, "reason": f.reason or f.status}]}},
                         status_code=f.code)

@@ -67,7 +67,7 @@ class CloudTimeout(CloudError):
     pass
 
 
-_SERVICE = re.compile(r"([a-z0-9-]+\.googleapis\.com)")
+_SERVICE = re.compile(r"([a-z0-9-]+\.googleapis\.com)(?= API)|([a-z0-9-]+\.googleapis\.com)(?![^ ]*/)")
 _ZONE_WORDS = ("ZONE_RESOURCE_POOL_EXHAUSTED", "does not have enough resources", "no more capacity",
                "insufficient capacity", "stockout", "resource pool exhausted")
 
@@ -77,12 +77,15 @@ def _first_line(text: str) -> str:
     return text[:300]
 
 
-def classify(code: int | None, message: str, reason: str = "", *, what: str = "the request") -> CloudError:
+def classify(code: int | None, message: str, reason: str = "", *, what: str = "the request",
+             service: str | None = None) -> CloudError:
     """Map an HTTP-ish status and message to a CloudError with advice (pure; used by the fake's tests too)."""
     msg = _first_line(message)
     low = msg.lower()
     if reason == "SERVICE_DISABLED" or "has not been used in project" in low or "it is disabled" in low:
-        service = m.group(1) if (m := _SERVICE.search(msg)) else "the API"
+        if not service:
+            found = [m.group(1) or m.group(2) for m in _SERVICE.finditer(msg)]
+            service = found[0] if found else "the API"
         return ApiNotEnabled(f"{service} is not enabled in this project; enable it in the console "
                              f"(APIs & Services) and retry {what}.")
     if any(w.lower() in low for w in _ZONE_WORDS):
@@ -122,4 +125,6 @@ def translate(exc: BaseException, what: str) -> CloudError:
                                     "service account key or run on Google Cloud (a dry run needs none).")
     except ImportError:  # pragma: no cover - google-auth is a dependency
         pass
-    return classify(code, str(message), str(reason), what=what)
+    metadata = getattr(exc, "metadata", None)
+    service = metadata.get("service") if isinstance(metadata, dict) else None  # from google.rpc.ErrorInfo
+    return classify(code, str(message), str(reason), what=what, service=service)
