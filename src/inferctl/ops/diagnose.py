@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -87,7 +88,7 @@ def build_analysis_prompt(issues: list[LogIssue], tail: list[str], causes: list[
     parts += [f"{n} x {msg}" for msg, n in counted.most_common(40)] or ["(none found)"]
     if causes:
         parts += ["", "Known causes matched:", *causes]
-    head = "\n".join(parts)
+    head = "\n".join(parts)[: max_chars // 2]  # leave at least half the budget for the newest lines
     budget = max_chars - len(head) - 40
     kept: list[str] = []
     for line in reversed(tail):  # newest lines matter most; keep as many as fit
@@ -98,20 +99,40 @@ def build_analysis_prompt(issues: list[LogIssue], tail: list[str], causes: list[
     return head + "\n\nLast log lines:\n" + "\n".join(reversed(kept))
 
 
-async def _ask(ask_target: str | None, prompt: str) -> tuple[str | None, str | None, str | None, str | None]:
-    """(answer, target name, model, note) — never raises for an unreachable model."""
+async def _ask(ask_target: str | None,
+               make_prompt: Callable[[int], str]) -> tuple[str | None, str | None, str | None, str | None]:
+    """(answer, target name, model, note) — never raises for an unreachable model.
+
+    The prompt is sized to the served model's context (a small local model has 2k tokens): about
+    2.5 characters per token of log text, halved once more if the server still finds it too long.
+    """
     import anyio
 
     from inferctl.config import resolve_target
+    from inferctl.errors import RequestRejected
     from inferctl.ops.query import ask
+    from inferctl.server.client import VLLMClient
 
     try:
         target = await anyio.to_thread.run_sync(lambda: resolve_target(ask_target))
-        result = await ask(target, prompt, system=SYSTEM, max_tokens=512, temperature=0.2)
+        async with VLLMClient(target) as client:
+            served = await client.resolve_model()
+        limit = served.max_model_len or 8192
+        max_tokens = min(512, max(64, limit // 4))
+        budget = int(min(MAX_PROMPT_CHARS, max(800, (limit - max_tokens - 256) * 2.5)))
+        for attempt in range(2):
+            try:
+                result = await ask(target, make_prompt(budget), model=served.id, system=SYSTEM,
+                                   max_tokens=max_tokens, temperature=0.2)
+                break
+            except RequestRejected:
+                if attempt == 1:
+                    raise
+                budget //= 2
     except InferctlError as exc:
         return None, ask_target, None, f"The model could not be asked: {exc}"
-    return result.text.strip() or None, target.name, result.model, None if result.text.strip() else \
-        "The model returned an empty answer."
+    answer = result.text.strip() or None
+    return answer, target.name, result.model, None if answer else "The model returned an empty answer."
 
 
 async def analyze_logs(target: str | None = None, *, since: str = "1h", limit: int = 500,
@@ -137,8 +158,8 @@ async def analyze_logs(target: str | None = None, *, since: str = "1h", limit: i
     if not lines:
         result.note = "No log lines in that window; nothing to analyse."
         return result
-    prompt = build_analysis_prompt(issues, lines, causes)
-    result.summary, result.asked, result.model, result.note = await _ask(ask_target or logs.target, prompt)
+    result.summary, result.asked, result.model, result.note = await _ask(
+        ask_target or logs.target, lambda budget: build_analysis_prompt(issues, lines, causes, max_chars=budget))
     return result
 
 
@@ -148,9 +169,12 @@ async def remediate(error_text: str, *, target: str | None = None) -> Remediatio
     if not error_text:
         raise ConfigError("Give the error text to remediate.")
     causes = known_causes(error_text)
-    prompt = ("Suggest a remediation plan of at most 3 steps for this error from a vLLM deployment. Say what to "
-              "check to confirm the cause.\n\nError:\n" + error_text[:MAX_PROMPT_CHARS])
-    if causes:
-        prompt += "\n\nKnown causes that match:\n" + "\n".join(causes)
+    def prompt(budget: int) -> str:
+        text = ("Suggest a remediation plan of at most 3 steps for this error from a vLLM deployment. Say what to "
+                "check to confirm the cause.")
+        if causes:
+            text += "\n\nKnown causes that match:\n" + "\n".join(causes)
+        return text + "\n\nError:\n" + error_text[-max(200, budget - len(text)):]
+
     plan, asked, model, note = await _ask(target, prompt)
     return Remediation(error=error_text, known_causes=causes, plan=plan, asked=asked, model=model, note=note)
