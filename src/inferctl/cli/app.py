@@ -43,6 +43,11 @@ def _register() -> None:
     app.add_typer(local.app, name="local")
     bench.register(app)
     runs.register(app)
+    from inferctl.cli import cloud, deploy, logs
+
+    deploy.register(app)
+    cloud.register(app)
+    logs.register(app)
 
 
 _register()
