@@ -1,9 +1,9 @@
 """The real local vLLM engine for integration tests, started once per session.
 
-* ``local_engine``: the tiny Gemma 4 model served by ``inferctl.ops.local.up`` on port 8399, recorded
+* ``local_engine``: the tiny Gemma 4 model served by ``inferctl.ops.local.up`` on a free port, recorded
   in a session-private ``INFERCTL_HOME`` (``local_engine_home``). Yields its ``EngineState`` (``.url``,
   ``.served_model_name``, ``.log_path``...). Teardown runs ``down`` and checks the engine is gone.
-* ``local_engine_specdecode``: a second engine with ngram speculative decoding on port 8398,
+* ``local_engine_specdecode``: a second engine with ngram speculative decoding on another port,
   started only when a test asks for it, not recorded in any state file.
 
 The checkpoint itself is built in the normal cache (``ensure_tiny_model()`` before the home is
@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,18 +30,24 @@ from inferctl.local import engine
 from inferctl.local.state import EngineState, pid_alive, read_state
 from inferctl.local.tinymodel import SERVED_MODEL_NAME, ensure_tiny_model
 
-TEST_PORT = 8399
-SPECDECODE_PORT = 8398
 MAX_MODEL_LEN = 2048
 NGRAM_SPEC = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 2}
 INTEGRATION_DIR = Path(__file__).parent
+
+
+def free_port() -> int:
+    """A port nothing listens on now. Sessions run concurrently on shared dev machines (teammates,
+    CI jobs), so fixed ports collide; the kernel hands out different ephemeral ports instead."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     has_vllm = importlib.util.find_spec("vllm") is not None
     skip = pytest.mark.skip(reason="vLLM is not installed (pip install -e '.[local]')")
     for item in items:
-        if INTEGRATION_DIR in Path(str(item.fspath)).parents:
+        if INTEGRATION_DIR in item.path.parents:
             item.add_marker(pytest.mark.integration)
             if not has_vllm:
                 item.add_marker(skip)
@@ -77,7 +84,7 @@ def local_engine(tiny_model_dir, local_engine_home) -> Iterator[EngineState]:
     with inferctl_home(local_engine_home):
         ops.up(
             model_dir=tiny_model_dir,
-            port=TEST_PORT,
+            port=free_port(),
             served_model_name=SERVED_MODEL_NAME,
             max_model_len=MAX_MODEL_LEN,
         )
@@ -89,7 +96,7 @@ def local_engine(tiny_model_dir, local_engine_home) -> Iterator[EngineState]:
     # `down` is tested here, at the very end, so no test has to stop the shared engine early.
     assert result.stopped and result.pid == state.pid
     assert not pid_alive(state.pid)
-    engine.check_port_free(TEST_PORT)
+    engine.check_port_free(state.port)
 
 
 @pytest.fixture(scope="session")
@@ -98,7 +105,7 @@ def local_engine_specdecode(tiny_model_dir, local_engine_home) -> Iterator[Engin
         state = engine.spawn(
         tiny_model_dir,
             served_model_name=SERVED_MODEL_NAME,
-            port=SPECDECODE_PORT,
+            port=free_port(),
             extra_args=[
                 "--max-model-len", str(MAX_MODEL_LEN),
                 "--speculative-config", json.dumps(NGRAM_SPEC),

@@ -6,7 +6,7 @@ import json
 
 import httpx
 import pytest
-from tests.integration.conftest import MAX_MODEL_LEN, TEST_PORT, inferctl_home
+from tests.integration.conftest import MAX_MODEL_LEN, free_port, inferctl_home
 from typer.testing import CliRunner
 
 from inferctl.cli.app import app
@@ -51,13 +51,13 @@ def test_served_model_is_the_tiny_gemma4(local_engine):
 def test_status_shows_running(home, local_engine):
     status = ops.status()
     assert status.status == "running"
-    assert (status.pid, status.port, status.model) == (local_engine.pid, TEST_PORT, "tiny-gemma4")
-    assert status.url == f"http://127.0.0.1:{TEST_PORT}"
+    assert (status.pid, status.port, status.model) == (local_engine.pid, local_engine.port, "tiny-gemma4")
+    assert status.url == f"http://127.0.0.1:{local_engine.port}"
     assert status.uptime_s > 0 and status.log_path == local_engine.log_path
 
 
 def test_up_is_idempotent(home, local_engine, tiny_model_dir):
-    again = ops.up(model_dir=tiny_model_dir, port=TEST_PORT)
+    again = ops.up(model_dir=tiny_model_dir, port=local_engine.port)
     assert again.already_running and again.pid == local_engine.pid
     assert ops.up().pid == local_engine.pid  # the bare form too
     assert read_state() == local_engine
@@ -65,11 +65,11 @@ def test_up_is_idempotent(home, local_engine, tiny_model_dir):
 
 def test_up_with_another_port_while_running_is_refused(home, local_engine):
     with pytest.raises(Exception, match="already running"):
-        ops.up(port=TEST_PORT + 1)
+        ops.up(port=local_engine.port + 1)
 
 
 def test_cli_up_when_running_says_so(home, local_engine):
-    result = CliRunner().invoke(app, ["local", "up", "--port", str(TEST_PORT)])
+    result = CliRunner().invoke(app, ["local", "up", "--port", str(local_engine.port)])
     assert result.exit_code == 0, result.output
     assert "Already running" in result.output and str(local_engine.pid) in result.output
 
@@ -79,7 +79,7 @@ def test_cli_status_json_shape(home, local_engine):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["status"] == "running"
-    assert data["pid"] == local_engine.pid and data["port"] == TEST_PORT
+    assert data["pid"] == local_engine.pid and data["port"] == local_engine.port
     assert data["url"] == local_engine.url and data["model"] == "tiny-gemma4"
     assert data["model_dir"] == local_engine.model_dir and data["log_path"] == local_engine.log_path
     assert isinstance(data["uptime_s"], float) and isinstance(data["started_at"], float)
@@ -90,7 +90,7 @@ def test_logs_tail(home, local_engine):
     logs = ops.logs(lines=5)
     assert logs.log_path == local_engine.log_path and len(logs.lines) == 5
     text = "\n".join(engine.log_tail(local_engine.log_path, 100_000))
-    assert f"Starting vLLM server on http://127.0.0.1:{TEST_PORT}" in text
+    assert f"Starting vLLM server on http://127.0.0.1:{local_engine.port}" in text
     assert "Resolved architecture: Gemma4ForCausalLM" in text
     cli = CliRunner().invoke(app, ["local", "logs", "-n", "3"])
     assert cli.exit_code == 0 and len(cli.output.splitlines()) == 3
@@ -101,7 +101,7 @@ def test_pass_through_args_reach_vllm_and_a_failed_start_shows_the_log(tmp_path,
     # bogus flag after its imports (~15 s), so this also exercises "died during startup".
     with inferctl_home(tmp_path / "home"):
         result = CliRunner().invoke(
-            app, ["local", "up", "--model", str(tiny_model_dir), "--port", str(TEST_PORT + 2),
+            app, ["local", "up", "--model", str(tiny_model_dir), "--port", str(free_port()),
                   "--", "--no-such-vllm-flag"]
         )
         assert result.exit_code != 0
