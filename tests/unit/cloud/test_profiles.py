@@ -108,3 +108,16 @@ def test_serve_args_use_current_flags():
     bucket = serve_args(load_profile("gce-g2-48-31b"))
     assert bucket[0] == "/mnt/models/google/gemma-4-31B-it-qat-w4a16-ct"
     assert bucket[bucket.index("--tensor-parallel-size") + 1] == "4"
+
+
+def test_planner_fit_check_runs_before_any_call():
+    from inferctl.cloud.profiles import ModelSource
+
+    ok = validate(load_profile("cloudrun-l4-12b-qat"))
+    assert ok.fit and ok.fit.startswith("fits")
+    too_big = _variant("cloudrun-l4-12b-qat", model=ModelSource(hf_repo="google/gemma-4-31B-it"))
+    r = validate(too_big)
+    assert any("does not fit" in e for e in r.errors)
+    unknown = _variant("cloudrun-l4-12b-qat", model=ModelSource(hf_repo="someone/unknown-model"))
+    r = validate(unknown)
+    assert r.errors == [] and any("Fit check skipped" in w for w in r.warnings)
