@@ -1,0 +1,140 @@
+"""`inferctl plan`: will it fit, how much KV cache, how many users, how fast, at what cost.
+
+Memory comes from :mod:`inferctl.plan.memory` (vLLM's own KV sizing); speed from a short simulation of
+two cells (one user, and as many users as fit) with the same simulator `inferctl simulate` uses; cost
+from a price per device-hour (the price catalog, issue 4, will supply it; until then ``--price-per-hour``).
+When the configuration does not fit, the plan lists changes that would make it fit, each re-planned.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from inferctl.bench.spec import CellSpec, SweepSpec
+from inferctl.plan.cells import SimEngine, simulate_cell
+from inferctl.plan.config import ServingConfig, resolve
+from inferctl.plan.memory import MemoryPlan, plan_resolved
+from inferctl.plan.perf import PerfParams
+
+
+class Suggestion(BaseModel):
+    """A change that makes the configuration fit."""
+
+    change: str = Field(description="What to change, in words.")
+    flags: str = Field(description="The inferctl flags for it.")
+    kv_cache_tokens: int = Field(description="KV capacity with the change, tokens.")
+    max_concurrency: float = Field(description="Requests of max_model_len that fit at once with the change.")
+
+
+class PerfPoint(BaseModel):
+    """Predicted performance at one load."""
+
+    concurrency: int = Field(description="Users sending back to back (closed loop).")
+    context: int = Field(description="Prompt tokens per request.")
+    output_tokens: int = Field(description="Output tokens per request.")
+    request_throughput: float = Field(description="Requests/s (all replicas).")
+    output_throughput: float = Field(description="Output tokens/s (all replicas).")
+    ttft_p50_ms: float | None = Field(description="Median time to first token, ms.")
+    tpot_p50_ms: float | None = Field(description="Median time per output token after the first, ms.")
+    tokens_per_user: float | None = Field(description="Output tokens/s one user sees (1000 / TPOT).")
+    cost_per_million_output_tokens: float | None = Field(
+        default=None, description="USD per million output tokens at this load (needs a price)."
+    )
+
+
+class PlanReport(BaseModel):
+    """The answer of `inferctl plan` (``--json``)."""
+
+    fits: bool = Field(description="True when the model loads and one request of max_model_len fits.")
+    memory: MemoryPlan = Field(description="Memory per device and the KV cache layout.")
+    suggestions: list[Suggestion] = Field(
+        default_factory=list, description="Changes that would make it fit (empty when it fits)."
+    )
+    performance: list[PerfPoint] = Field(
+        default_factory=list, description="Predictions at one user and at the most users that fit (when it fits)."
+    )
+    price_per_device_hour: float | None = Field(default=None, description="USD per device-hour used for cost.")
+    perf_params: PerfParams | None = Field(default=None, description="Efficiency factors and overheads used.")
+    notes: list[str] = Field(default_factory=list, description="Assumptions worth knowing.")
+
+
+def _variants(cfg: ServingConfig, mem: MemoryPlan) -> list[tuple[str, str, ServingConfig]]:
+    from inferctl.catalog import get_accelerator, load_model
+
+    acc, model = get_accelerator(cfg.accelerator), load_model(cfg.model)
+    out: list[tuple[str, str, ServingConfig]] = []
+    for fmt in ("fp8", "w4a16"):
+        if fmt != cfg.quant and fmt in model.formats and model.weight_bytes(fmt) < model.weight_bytes(cfg.quant):
+            out.append((f"{fmt} weights", f"--quant {fmt}", cfg.model_copy(update={"quant": fmt})))
+    if cfg.kv_dtype in ("auto", "bf16", "bfloat16"):
+        out.append(("fp8 KV cache", "--kv-dtype fp8", cfg.model_copy(update={"kv_dtype": "fp8"})))
+    tp = cfg.tp or cfg.count
+    for n in (2, 4, 8):
+        if n > tp and n <= acc.max_per_host:
+            out.append((f"{n} devices with tensor parallelism {n}", f"--count {n} --tp {n}",
+                        cfg.model_copy(update={"count": n, "tp": n})))
+    if mem.max_model_len_that_fits:
+        n = mem.max_model_len_that_fits
+        out.append((f"max_model_len {n:,}", f"--max-model-len {n}", cfg.model_copy(update={"max_model_len": n})))
+    return out
+
+
+def suggestions(cfg: ServingConfig, mem: MemoryPlan) -> list[Suggestion]:
+    """Single changes (format, KV dtype, more devices, shorter context) that make ``cfg`` fit, re-planned."""
+    out = []
+    for change, flags, variant in _variants(cfg, mem):
+        try:
+            m = plan_resolved(resolve(variant))
+        except Exception:  # noqa: BLE001 - a variant the catalog rejects is simply not suggested
+            continue
+        if m.fits:
+            out.append(Suggestion(change=change, flags=flags, kv_cache_tokens=m.kv.kv_cache_tokens,
+                                  max_concurrency=round(m.kv.max_concurrency, 2)))  # fmt: skip
+    return out
+
+
+def _point(engine: SimEngine, concurrency: int, context: int, output: int, price: float | None) -> PerfPoint:
+    spec = SweepSpec(contexts=[context], concurrencies=[concurrency], output_tokens=output,
+                     requests=max(8, 3 * concurrency), warmup=concurrency)  # fmt: skip
+    cell = CellSpec(id=f"ctx{context}-c{concurrency}", row=0, context=context, concurrency=concurrency)
+    res, _, _ = simulate_cell(engine, spec, cell)
+    m = res.metrics
+    replicas = engine.resolved.replicas
+    out_tps = m.output_throughput * replicas
+    cost = None
+    if price is not None and out_tps > 0:
+        devices = engine.resolved.config.count
+        cost = round(price * devices / 3600 / out_tps * 1e6, 4)
+    return PerfPoint(
+        concurrency=concurrency * replicas, context=context, output_tokens=output,
+        request_throughput=round(m.request_throughput * replicas, 4), output_throughput=round(out_tps, 2),
+        ttft_p50_ms=m.ttft.p50, tpot_p50_ms=m.tpot.p50,
+        tokens_per_user=round(1000 / m.tpot.p50, 2) if m.tpot.p50 else None, cost_per_million_output_tokens=cost,
+    )  # fmt: skip
+
+
+def plan(cfg: ServingConfig, *, context: int = 1024, output_tokens: int = 256,
+         params: PerfParams | None = None) -> PlanReport:  # fmt: skip
+    """Plan one serving configuration: memory, fit, suggestions, predicted speed and cost."""
+    engine = SimEngine(cfg, params)
+    mem = engine.memory
+    report = PlanReport(fits=mem.fits, memory=mem, price_per_device_hour=cfg.price_per_device_hour,
+                        perf_params=engine.params)  # fmt: skip
+    if not mem.fits:
+        report.suggestions = suggestions(cfg, mem)
+        return report
+    r = engine.resolved
+    context = min(context, r.max_model_len - output_tokens) if r.max_model_len > output_tokens else context
+    per_request = engine.scheduler().blocks(context + output_tokens)
+    users = max(1, min(r.max_num_seqs, int(mem.kv.num_blocks / max(1.0, per_request))))
+    report.performance = [_point(engine, 1, context, output_tokens, cfg.price_per_device_hour)]
+    if users > 1:
+        report.performance.append(_point(engine, users, context, output_tokens, cfg.price_per_device_hour))
+    if params is None:
+        report.notes.append("Speed uses the accelerator's prior efficiency factors (not calibrated); "
+                            "run `inferctl calibrate` on a measured sweep to fit them.")  # fmt: skip
+    if cfg.price_per_device_hour is None:
+        report.notes.append("No price given: pass --price-per-hour for cost per million tokens.")
+    if r.model.estimated or (r.drafter is not None and r.drafter.estimated):
+        report.notes.append("Some model shapes are estimates (see the catalog's source field).")
+    return report

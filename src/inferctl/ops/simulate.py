@@ -1,0 +1,92 @@
+"""`inferctl simulate`: a sweep grid through the simulator, written as a run directory (source: simulated).
+
+The run directory is the bench's own format (inferctl.bench.store, docs/run-format.md): meta.json with
+``source: simulated``, requests.jsonl, cells.jsonl / cells.json / cells.csv. Reports, comparisons and cost
+read it exactly like a measured run. meta.json's ``engine`` holds the serving configuration, the memory plan
+and the performance parameters used, so a prediction can be reproduced and compared with its measurement.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from inferctl import __version__
+from inferctl.bench.spec import SweepSpec
+from inferctl.bench.store import RunDir, RunMeta, new_run_id, runs_dir
+from inferctl.ops.bench import SweepSummary
+from inferctl.plan.cells import SimEngine, simulate_cell
+from inferctl.plan.config import ServingConfig
+from inferctl.plan.perf import PerfParams
+
+
+def simulate(
+    cfg: ServingConfig,
+    spec: SweepSpec,
+    *,
+    params: PerfParams | None = None,
+    root: str | Path | None = None,
+    write_requests: bool = False,
+    command: list[str] | None = None,
+) -> SweepSummary:
+    """Simulate every cell of ``spec`` for ``cfg`` and write a run directory; returns its summary.
+
+    ``write_requests`` also writes requests.jsonl (one line per simulated request, without chunk times);
+    off by default because a seed grid holds ~230,000 requests and reports read cells.json.
+    """
+    t0 = time.perf_counter()
+    engine = SimEngine(cfg, params)
+    mem = engine.memory  # resolves and validates before anything is written
+    r = engine.resolved
+    run_id = new_run_id(f"sim-{Path(r.model.name).name}-{r.accelerator.name}")
+    store = RunDir.create(runs_dir(str(root) if root else None), run_id)
+    meta = RunMeta(
+        source="simulated",
+        run_id=store.path.name,
+        target={"name": "simulated", "url": None, "accelerator": r.accelerator.name, "count": cfg.count},
+        model=r.model.hf_id or r.model.name,
+        model_root=r.model.name,
+        max_model_len=r.max_model_len,
+        vllm_version=None,
+        engine={
+            "serving_config": cfg.model_dump(mode="json"),
+            "perf_params": engine.params.model_dump(mode="json"),
+            "memory": mem.model_dump(mode="json", exclude={"kv": {"groups"}}),
+            "max_num_seqs": r.max_num_seqs,
+            "max_num_batched_tokens": r.max_num_batched_tokens,
+            "replicas": r.replicas,
+        },
+        grid=spec.model_dump(mode="json"),
+        inferctl_version=__version__,
+        command=command or [],
+        started_at=time.time(),
+    )
+    store.write_meta(meta)
+    cells = []
+    try:
+        for cell in spec.cells():
+            result, records, _ = simulate_cell(engine, spec, cell)
+            if write_requests:
+                for rec in records:
+                    store.append_request(rec)
+            cells.append(result)
+        # One write at the end: the bench appends cells.jsonl for crash safety, a whole simulated grid takes
+        # seconds; cells.json is what RunDir.cells() reads when there is no cells.jsonl.
+        store.write_cells(cells)
+        meta.status = "complete"
+    except BaseException:
+        meta.status = "interrupted"
+        raise
+    finally:
+        meta.ended_at = time.time()
+        meta.workload = {"simulated_seconds": round(time.perf_counter() - t0, 3)}
+        store.write_meta(meta)
+        store.close()
+    summary = SweepSummary(run_id=store.path.name, path=str(store.path), status=meta.status, model=meta.model,
+                           cells_total=len(cells), cells=cells)  # fmt: skip
+    for c in cells:
+        if c.status == "complete":
+            summary.cells_complete += 1
+        else:
+            setattr(summary, f"cells_{c.status}", getattr(summary, f"cells_{c.status}") + 1)
+    return summary
