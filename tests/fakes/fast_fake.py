@@ -6,13 +6,15 @@ Content-Length bodies), answers the endpoints a benchmark client touches (/v1/mo
 /detokenize, /health, /version, /metrics, /v1/completions, /v1/chat/completions) and streams:
 
 - ``--ttft-ms 0`` (instant): the whole SSE body in one write;
-- ``--ttft-ms D``: headers and the role chunk at once, the first token after D ms, the rest at once.
+- ``--ttft-ms D``: headers and the role chunk at once, the first token D ms after the request
+  arrived, the rest at once (``--itl-ms 0``) or one token every ``--itl-ms`` ms after that.
 
 For TTFT accuracy it records the *server's* truth for each generation request: first-token write
 time minus request arrival (``perf_counter``), served as JSON at GET /truth (and reset by
-DELETE /truth). Tokenization is one token per character, like fake_vllm.
+DELETE /truth). GET /cpu reports the fake's own CPU seconds, so a benchmark can show the fake was
+not the bottleneck. Tokenization is one token per character, like fake_vllm.
 
-    python -m tests.fakes.fast_fake --port 0 --ttft-ms 0 --output-tokens 16   # prints READY <url>
+    python -m tests.fakes.fast_fake --port 0 --ttft-ms 50 --itl-ms 20   # prints READY <url>
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ MAX_MODEL_LEN = 1 << 20
 
 
 class State:
-    def __init__(self, ttft_ms: float, chat_overhead: int) -> None:
+    def __init__(self, ttft_ms: float, chat_overhead: int, itl_ms: float = 0.0) -> None:
         self.ttft = ttft_ms / 1000.0
+        self.itl = itl_ms / 1000.0
         self.chat_overhead = chat_overhead
         self.truth: list[float] = []
         self.requests = 0
@@ -94,6 +97,9 @@ class Proto(asyncio.Protocol):
         elif path == "/metrics":
             text = f'vllm:num_requests_running{{engine="0",model_name="{MODEL}"}} 0.0\n'
             t.write(_response("200 OK", text.encode(), b"text/plain; version=0.0.4"))
+        elif path == "/cpu":
+            t.write(_response("200 OK", json.dumps({"cpu_seconds": time.process_time(), "requests": st.requests})
+                              .encode()))
         elif path == "/truth":
             if method == "DELETE":
                 st.truth.clear()
@@ -148,13 +154,28 @@ class Proto(asyncio.Protocol):
         t.write(STREAM_HEAD + (_chunked(b"".join(head)) if head else b""))
         loop = asyncio.get_running_loop()
 
+        itl = st.itl
+
         def first() -> None:
+            if t.is_closing():
+                return
             t.write(_chunked(tokens[0]))
             st.truth.append(time.perf_counter() - arrived)
-            t.write(_chunked(b"".join(tokens[1:] + tail)) + b"0\r\n\r\n")
+            if itl <= 0 or n == 1:
+                t.write(_chunked(b"".join(tokens[1:] + tail)) + b"0\r\n\r\n")
+                return
+            start = loop.time()
+            for i in range(1, n):  # token i at first + i × ITL, the last one with the usage and [DONE]
+                data = _chunked(tokens[i]) if i < n - 1 else _chunked(b"".join(tokens[i:] + tail)) + b"0\r\n\r\n"
+                loop.call_at(start + i * itl, _write_if_open, t, data)
 
         # call_at on the loop's clock keeps the injected delay exact up to loop scheduling.
         loop.call_at(loop.time() + st.ttft - (time.perf_counter() - arrived), first)
+
+
+def _write_if_open(t: asyncio.Transport, data: bytes) -> None:
+    if not t.is_closing():
+        t.write(data)
 
 
 async def serve(host: str, port: int, state: State) -> None:
@@ -171,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--ttft-ms", type=float, default=0.0)
+    p.add_argument("--itl-ms", type=float, default=0.0)
     p.add_argument("--chat-overhead", type=int, default=8)
     args = p.parse_args(argv)
     try:
@@ -179,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(serve(args.host, args.port, State(args.ttft_ms, args.chat_overhead)))
+    asyncio.run(serve(args.host, args.port, State(args.ttft_ms, args.chat_overhead, args.itl_ms)))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ Errors are values: a transport returns a status, and nothing here raises for a r
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import random
 import time
@@ -225,7 +226,9 @@ async def run_cell(
             async with sem:
                 await one(i, scheduled)
 
-        for offset in arrivals(spec.rate, spec.burstiness, spec.seed):
+        # Worker k of n takes arrivals k, k+n, ... of the one global schedule (same seed everywhere).
+        schedule = itertools.islice(arrivals(spec.rate, spec.burstiness, spec.seed), index_offset, None, index_stride)
+        for offset in schedule:
             at = t0 + offset
             delay = at - perf()
             if delay > 0:

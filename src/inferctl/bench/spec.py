@@ -48,8 +48,10 @@ class SweepSpec(BaseModel):
     slos: list[Slo] = Field(default_factory=list)
     error_threshold: float = Field(default=0.5, description="A row stops after a cell with a higher error rate.")
     timeout: float = Field(default=600.0, description="Per-request timeout, seconds (a stall counts).")
-    workers: int = Field(default=1, description="Load-generator processes.")
-    transport: Literal["auto", "aiohttp", "httpx"] = "auto"
+    workers: int | Literal["auto"] = Field(
+        default="auto", description="Load-generator processes; auto: by load (≈128 streams or 150 req/s each, "
+                                    "≤ CPU count), raised after a client-bound cell.")
+    transport: Literal["auto", "raw", "aiohttp", "httpx"] = "auto"
 
     def cells(self) -> list[CellSpec]:
         """The grid in run order: rows by context, then ascending load."""
@@ -79,7 +81,7 @@ class SweepSpec(BaseModel):
             raise ConfigError("--burstiness must be positive (1 = Poisson).")
         if not 0 < self.error_threshold <= 1:
             raise ConfigError("--error-threshold is a fraction between 0 and 1.")
-        if self.workers < 1:
+        if self.workers != "auto" and self.workers < 1:
             raise ConfigError("--workers must be at least 1.")
         return self
 

@@ -12,6 +12,7 @@ records count (store.py). So a killed sweep loses at most its requests in flight
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -86,6 +87,7 @@ class Sweep:
         self.workload = workload
         self.reporter = reporter or NullReporter()
         self.on_record = on_record
+        self._auto_floor = 1
 
     async def run(self) -> list[CellResult]:
         spec, store = self.spec, self.store
@@ -162,11 +164,12 @@ class Sweep:
         await monitor.start()
         started = time.time()
         sink = self._sink()
-        if spec.workers > 1:
+        workers = self.workers_for(cell)
+        if workers > 1:
             from inferctl.bench.workers import run_cell_workers
 
-            run: CellRun = await run_cell_workers(self.client.target, ps, load, spec, workers=spec.workers,
-                                                  sink=sink, live=live)
+            run: CellRun = await run_cell_workers(self.client.target, ps, load, workers=workers, timeout=spec.timeout,
+                                                  transport=spec.transport, sink=sink, live=live)
         else:
             transport = make_transport(self.client.target, concurrency=cell.concurrency or 0,
                                        timeout=spec.timeout, kind=spec.transport)
@@ -187,7 +190,20 @@ class Sweep:
             result.status, result.reason = "aborted", run.aborted
         if result.client.client_bound:
             self.reporter.note(f"{cell.id}: client-bound ({'; '.join(result.client.reasons)})")
+            if spec.workers == "auto" and run.workers < (os.cpu_count() or 1):
+                # One loop (or these many) could not keep up: give the following cells more processes.
+                self._auto_floor = min(os.cpu_count() or 1, 2 * run.workers)
+                self.reporter.note(f"--workers auto: next cells use at least {self._auto_floor} processes")
         return result
+
+    def workers_for(self, cell: CellSpec) -> int:
+        """Load-generator processes for a cell: --workers N, or auto (by load, raised after a client-bound cell)."""
+        w = self.spec.workers
+        if w != "auto":
+            return int(w)
+        from inferctl.bench.workers import auto_workers
+
+        return max(self._auto_floor, auto_workers(cell.concurrency, cell.rate))
 
     def _sink(self) -> Callable[[RequestRecord], None]:
         append, extra = self.store.append_request, self.on_record

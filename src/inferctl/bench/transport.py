@@ -1,8 +1,9 @@
 """How the load generator puts a request on the wire.
 
-Two transports share one SSE parser (``server.stream.SSEParser``), so they measure the same
-thing: aiohttp (default when installed; measured faster for many concurrent streams, see
-docs/performance.md) and httpx (always available; the test seam with ``MockTransport``).
+Three transports share one SSE parser (``server.stream.SSEParser``), so they measure the same
+thing: ``raw`` (bench/rawhttp.py, the default: a minimal HTTP/1.1 client on asyncio protocols that
+timestamps in the socket read callback; see docs/performance.md), aiohttp, and httpx (the test
+seam with ``MockTransport``). All are tested against the same faults.
 
 A transport never raises for a request failure: it returns a ``StreamResult`` with a status.
 """
@@ -34,8 +35,12 @@ def _have_aiohttp() -> bool:
 
 def make_transport(target: Target, *, concurrency: int, timeout: float, connect_timeout: float = 10.0,
                    kind: str = "auto") -> Transport:
-    """aiohttp when available (or asked for), else httpx."""
-    if kind == "aiohttp" or (kind == "auto" and _have_aiohttp()):
+    """``raw`` (rawhttp.py, the default: fastest, earliest timestamps), or aiohttp, or httpx."""
+    if kind in ("auto", "raw"):
+        from inferctl.bench.rawhttp import RawTransport
+
+        return RawTransport(target, concurrency=concurrency, timeout=timeout, connect_timeout=connect_timeout)
+    if kind == "aiohttp" and _have_aiohttp():
         return AiohttpTransport(target, concurrency=concurrency, timeout=timeout, connect_timeout=connect_timeout)
     return HttpxTransport(target, concurrency=concurrency, timeout=timeout, connect_timeout=connect_timeout)
 
@@ -67,7 +72,7 @@ class AiohttpTransport:
         aiohttp = self._aiohttp
         session = self._get_session()
         result = StreamResult()
-        parser = SSEParser(result)
+        parser = SSEParser(result, keep_text=False)
         got_headers = False
         perf = time.perf_counter
         result.send_time = perf()
@@ -119,7 +124,7 @@ class HttpxTransport:
     async def post(self, path: str, body: bytes) -> StreamResult:
         httpx = self._httpx
         result = StreamResult()
-        parser = SSEParser(result)
+        parser = SSEParser(result, keep_text=False)
         got_headers = False
         perf = time.perf_counter
         result.send_time = perf()

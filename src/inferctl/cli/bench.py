@@ -33,8 +33,10 @@ PrefixOpt = Annotated[int, typer.Option("--shared-prefix", help="Tokens shared b
 ThresholdOpt = Annotated[float, typer.Option("--error-threshold", help="A row stops after a cell with a "
                                              "higher error rate (0..1).")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Per-request timeout in seconds (stalls count).")]
-WorkersOpt = Annotated[int, typer.Option("--workers", help="Load-generator processes (for very high request rates).")]
-TransportOpt = Annotated[str, typer.Option("--transport", help="auto, aiohttp or httpx.", hidden=True)]
+WorkersOpt = Annotated[str, typer.Option("--workers", help="Load-generator processes: N, or auto (one per ~128 "
+                                          "streams or ~150 req/s, at most one per core; more after a client-bound "
+                                          "cell).")]
+TransportOpt = Annotated[str, typer.Option("--transport", help="auto (= raw), raw, aiohttp or httpx.", hidden=True)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress; print the run directory at the end.")]
 
 
@@ -59,9 +61,14 @@ def _spec(*, preset, concurrency, context, rate, max_concurrency, burstiness, ou
             base[key] = value
     if api not in ("chat", "completions"):
         raise ConfigError("--api is chat or completions.")
-    if transport not in ("auto", "aiohttp", "httpx"):
-        raise ConfigError("--transport is auto, aiohttp or httpx.")
+    if transport not in ("auto", "raw", "aiohttp", "httpx"):
+        raise ConfigError("--transport is auto, raw, aiohttp or httpx.")
     base.setdefault("contexts", [])
+    if workers != "auto":
+        try:
+            workers = int(workers)
+        except ValueError:
+            raise ConfigError(f"--workers is a number or auto, not {workers!r}.") from None
     return SweepSpec(preset=preset, burstiness=burstiness, ignore_eos=not natural_stop, api=api, seed=seed,
                      shared_prefix=shared_prefix, slos=[parse_slo(s) for s in slo or []],
                      error_threshold=error_threshold, timeout=timeout, workers=workers, transport=transport,
@@ -114,7 +121,7 @@ def sweep(
     slo: SloOpt = None,
     error_threshold: ThresholdOpt = 0.5,
     timeout: TimeoutOpt = 600.0,
-    workers: WorkersOpt = 1,
+    workers: WorkersOpt = "auto",
     transport: TransportOpt = "auto",
     runs_dir: RunsDirOpt = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Complete the missing cells of run RUN.")] = None,
@@ -154,7 +161,7 @@ def run_one(
     shared_prefix: PrefixOpt = 0,
     slo: SloOpt = None,
     timeout: TimeoutOpt = 600.0,
-    workers: WorkersOpt = 1,
+    workers: WorkersOpt = "auto",
     transport: TransportOpt = "auto",
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,

@@ -28,13 +28,37 @@ from typing import Any, Literal
 import httpx
 
 try:  # msgspec decodes a chunk ~5x faster than json; it matters at thousands of chunks per second
-    from msgspec.json import Decoder as _Decoder
+    import msgspec
 
-    _decode = _Decoder().decode
-    _DecodeError: tuple[type[Exception], ...] = (ValueError, __import__("msgspec").DecodeError)
-except ImportError:  # pragma: no cover - msgspec comes with vLLM, not with inferctl
+    _decode = msgspec.json.Decoder().decode
+    _DecodeError: tuple[type[Exception], ...] = (ValueError, msgspec.DecodeError)
+
+    class _Delta(msgspec.Struct):
+        content: str | None = None
+        reasoning: str | None = None
+        reasoning_content: str | None = None
+
+    class _Choice(msgspec.Struct):
+        delta: _Delta | None = None
+        text: str | None = None
+        finish_reason: str | None = None
+
+    class _Usage(msgspec.Struct):
+        prompt_tokens: int | None = None
+        completion_tokens: int | None = None
+
+    class _Chunk(msgspec.Struct):
+        """Only the fields a measurement needs; msgspec skips the rest without building dicts."""
+
+        choices: list[_Choice] | None = None
+        usage: _Usage | None = None
+        error: Any = None
+
+    _decode_typed = msgspec.json.Decoder(_Chunk).decode
+except ImportError:  # pragma: no cover - msgspec is a dependency; the fallback keeps `query` alive without it
     _decode = json.loads
     _DecodeError = (ValueError,)
+    _decode_typed = None
 
 Status = Literal["ok", "http_error", "timeout", "connection_error", "stream_broken"]
 
@@ -117,16 +141,18 @@ class SSEParser:
     share it, so both measure with the same definitions.
     """
 
-    __slots__ = ("_buf", "done", "on_delta", "result")
+    __slots__ = ("_buf", "done", "keep_text", "on_delta", "result")
 
-    def __init__(self, result: StreamResult, on_delta: Callable[[str], None] | None = None) -> None:
+    def __init__(self, result: StreamResult, on_delta: Callable[[str], None] | None = None, *,
+                 keep_text: bool = True) -> None:
         self.result = result
         self.on_delta = on_delta
+        self.keep_text = keep_text or on_delta is not None  # the load generator needs times, not text
         self._buf = b""
         self.done = False
 
     def feed(self, data: bytes, now: float) -> bool:
-        result = self.result
+        """Take bytes that arrived at ``now`` (read the clock *before* calling, as early as possible)."""
         buf = self._buf + data if self._buf else data
         if b"\n\n" not in buf:
             self._buf = buf
@@ -134,30 +160,71 @@ class SSEParser:
         # SSE events end with a blank line; keep an incomplete tail for the next read.
         *events, self._buf = buf.split(b"\n\n")
         for event in events:
+            if event.startswith(b"data: ") and b"\n" not in event:  # the usual one-line event
+                if not self._payload(event[6:].strip(), now):
+                    return False
+                continue
             for line in event.split(b"\n"):
                 line = line.strip()
                 if not line.startswith(b"data:"):
                     continue  # comments (":") and other SSE fields
-                payload = line[5:].strip()
-                if payload == b"[DONE]":
-                    self.done = True
-                    continue
-                try:
-                    chunk = _decode(payload)
-                except _DecodeError:
-                    result.status, result.error = "stream_broken", f"unparseable chunk: {payload[:120]!r}"
+                if not self._payload(line[5:].strip(), now):
                     return False
-                if not isinstance(chunk, dict):
-                    result.status, result.error = "stream_broken", f"unexpected chunk: {payload[:120]!r}"
-                    return False
-                if "error" in chunk:
-                    err = chunk["error"]
-                    result.status = "stream_broken"
-                    result.error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
-                    return False
-                piece = _absorb(result, chunk, now)
-                if piece and self.on_delta is not None:
-                    self.on_delta(piece)
+        return True
+
+    def _payload(self, payload: bytes, now: float) -> bool:
+        result = self.result
+        if payload == b"[DONE]":
+            self.done = True
+            return True
+        if not self.keep_text and _decode_typed is not None:
+            try:
+                return self._absorb_typed(_decode_typed(payload), now)
+            except _DecodeError:
+                pass  # not our schema (or not JSON): the generic path below decides
+        try:
+            chunk = _decode(payload)
+        except _DecodeError:
+            result.status, result.error = "stream_broken", f"unparseable chunk: {payload[:120]!r}"
+            return False
+        if not isinstance(chunk, dict):
+            result.status, result.error = "stream_broken", f"unexpected chunk: {payload[:120]!r}"
+            return False
+        if "error" in chunk:
+            err = chunk["error"]
+            result.status = "stream_broken"
+            result.error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+            return False
+        piece = _absorb(result, chunk, now, self.keep_text)
+        if piece and self.on_delta is not None:
+            self.on_delta(piece)
+        return True
+
+    def _absorb_typed(self, chunk: _Chunk, now: float) -> bool:
+        """``_absorb`` for the typed chunk (same rules; no text kept)."""
+        result = self.result
+        if chunk.error is not None:
+            err = chunk.error
+            result.status = "stream_broken"
+            result.error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+            return False
+        if chunk.choices:
+            choice = chunk.choices[0]
+            d = choice.delta
+            has = (d.content or d.reasoning or d.reasoning_content) if d is not None else choice.text
+            if has:
+                if result.first_token_time is None:
+                    result.first_token_time = now
+                result.chunk_times.append(now)
+                result.end_time = now
+            if choice.finish_reason is not None:
+                result.finish_reason = choice.finish_reason
+                if result.end_time is None:
+                    result.end_time = now
+        u = chunk.usage
+        if u is not None:
+            result.prompt_tokens = u.prompt_tokens
+            result.completion_tokens = u.completion_tokens
         return True
 
     def finish(self) -> StreamResult:
@@ -212,7 +279,7 @@ async def stream(
     return parser.finish()
 
 
-def _absorb(result: StreamResult, chunk: dict[str, Any], now: float) -> str:
+def _absorb(result: StreamResult, chunk: dict[str, Any], now: float, keep_text: bool = True) -> str:
     """Fold one chunk into the result; returns the new content text."""
     content, reasoning, finish = _content_of(chunk)
     if content or reasoning:
@@ -220,8 +287,9 @@ def _absorb(result: StreamResult, chunk: dict[str, Any], now: float) -> str:
             result.first_token_time = now
         result.chunk_times.append(now)
         result.end_time = now
-        result.text += content
-        result.reasoning += reasoning
+        if keep_text:
+            result.text += content
+            result.reasoning += reasoning
     if finish is not None:
         result.finish_reason = finish
         if result.end_time is None:

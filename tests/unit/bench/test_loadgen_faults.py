@@ -15,7 +15,7 @@ from inferctl.bench.transport import make_transport
 from inferctl.config import Target
 from inferctl.server.client import VLLMClient
 
-TRANSPORTS = ["aiohttp", "httpx"]
+TRANSPORTS = ["raw", "aiohttp", "httpx"]
 
 
 async def _prompts(url: str, context: int = 32, output: int = 4) -> workload.PromptSet:
