@@ -48,6 +48,9 @@ def _register() -> None:
     deploy.register(app)
     cloud.register(app)
     logs.register(app)
+    from inferctl.cli import plan
+
+    plan.register(app)
 
 
 _register()

@@ -1,0 +1,231 @@
+"""`inferctl plan | simulate | calibrate` and `inferctl sim serve`: parse flags, call ops, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from inferctl.cli.common import JsonOpt, console, emit, run
+
+ModelArg = Annotated[str | None, typer.Argument(help="Catalog model (gemma-4-12b...), HF id, or a directory with "
+                                                "a config.json. Not needed with --profile.", show_default=False)]
+AccOpt = Annotated[str, typer.Option("--accelerator", "-a", help="l4, rtx-pro-6000, a100-40, a100-80, h100, h200, "
+                                     "tpu-v5e, tpu-v6e, cpu.")]
+CountOpt = Annotated[int, typer.Option("--count", help="Devices in the deployment.", min=1)]
+TpOpt = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size (default: --count).", min=1)]
+QuantOpt = Annotated[str, typer.Option("--quant", help="Weight format: bf16, fp8 or w4a16.")]
+KvOpt = Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: auto or fp8.")]
+LenOpt = Annotated[int | None, typer.Option("--max-model-len", help="Context length (default: the model's).")]
+UtilOpt = Annotated[float, typer.Option("--gpu-mem-util", help="--gpu-memory-utilization.")]
+SeqsOpt = Annotated[int | None, typer.Option("--max-num-seqs", help="Default: vLLM's for the device.")]
+BatchOpt = Annotated[int | None, typer.Option("--max-num-batched-tokens", help="Default: vLLM's for the device.")]
+BlockOpt = Annotated[int | None, typer.Option("--block-size", help="KV block size (default 16; CPU 128).")]
+KvGibOpt = Annotated[float | None, typer.Option("--kv-cache-gib", help="KV memory per device, GiB "
+                                                "(--kv-cache-memory-bytes; the CPU engine's KV space).")]
+SpecOpt = Annotated[str | None, typer.Option("--speculative", help="mtp[:N][@a1,a2,..], ngram[:N] or off.")]
+PriceOpt = Annotated[float | None, typer.Option("--price-per-hour", help="USD per device-hour, for cost "
+                                                "per million tokens (until the price catalog lands).")]
+TextOpt = Annotated[bool, typer.Option("--text-only", help="Do not count vision/audio encoder weights.")]
+ProfileOpt = Annotated[str | None, typer.Option("--profile", help="A deployment profile (inferctl profiles) "
+                                                "instead of the flags above.")]
+CalOpt = Annotated[Path | None, typer.Option("--calibration", help="Fitted performance parameters "
+                                             "(a file written by `inferctl calibrate`).")]
+
+
+def _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util, max_num_seqs,
+            max_num_batched_tokens, block_size, kv_cache_gib, speculative, price, text_only):
+    from inferctl.errors import ConfigError
+    from inferctl.plan.config import ServingConfig, parse_speculative
+
+    def build():
+        if profile:
+            from inferctl.cloud.profiles import load_profile
+            from inferctl.cloud.serve import serving_config
+
+            cfg = serving_config(load_profile(profile))
+            return cfg.model_copy(update={"price_per_device_hour": price})
+        if not model:
+            raise ConfigError("Name a model (e.g. gemma-4-12b) or pass --profile.")
+        return ServingConfig(
+            model=model, accelerator=accelerator, count=count, tp=tp, quant=quant, kv_dtype=kv_dtype,
+            max_model_len=max_model_len, gpu_mem_util=gpu_mem_util, max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=max_num_batched_tokens, block_size=block_size, kv_cache_memory_gib=kv_cache_gib,
+            speculative=parse_speculative(speculative), price_per_device_hour=price, language_model_only=text_only,
+        )  # fmt: skip
+
+    return run(build)
+
+
+def _params(path: Path | None):
+    if path is None:
+        return None
+    from inferctl.plan.calibrate import load_params
+
+    return run(lambda: load_params(path))
+
+
+def plan(
+    model: ModelArg = None,
+    accelerator: AccOpt = "l4",
+    count: CountOpt = 1,
+    tp: TpOpt = None,
+    quant: QuantOpt = "bf16",
+    kv_dtype: KvOpt = "auto",
+    max_model_len: LenOpt = None,
+    gpu_mem_util: UtilOpt = 0.92,
+    max_num_seqs: SeqsOpt = None,
+    max_num_batched_tokens: BatchOpt = None,
+    block_size: BlockOpt = None,
+    kv_cache_gib: KvGibOpt = None,
+    speculative: SpecOpt = None,
+    price_per_hour: PriceOpt = None,
+    text_only: TextOpt = False,
+    profile: ProfileOpt = None,
+    calibration: CalOpt = None,
+    context: Annotated[int, typer.Option("--context", help="Prompt tokens for the speed prediction.")] = 1024,
+    output_tokens: Annotated[int, typer.Option("--output-tokens", help="Output tokens for the prediction.")] = 256,
+    as_json: JsonOpt = False,
+) -> None:
+    """Will it fit: memory per device, KV cache and concurrency the way vLLM sizes them, speed and cost."""
+    from inferctl.cli import plan_render
+    from inferctl.ops.plan import plan as plan_op
+
+    cfg = _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util,
+                  max_num_seqs, max_num_batched_tokens, block_size, kv_cache_gib, speculative, price_per_hour,
+                  text_only)
+    params = _params(calibration)
+    report = run(lambda: plan_op(cfg, context=context, output_tokens=output_tokens, params=params))
+    emit(report, as_json, plan_render.plan)
+    if not report.fits:
+        raise typer.Exit(1)
+
+
+def simulate(
+    model: ModelArg = None,
+    accelerator: AccOpt = "l4",
+    count: CountOpt = 1,
+    tp: TpOpt = None,
+    quant: QuantOpt = "bf16",
+    kv_dtype: KvOpt = "auto",
+    max_model_len: LenOpt = None,
+    gpu_mem_util: UtilOpt = 0.92,
+    max_num_seqs: SeqsOpt = None,
+    max_num_batched_tokens: BatchOpt = None,
+    block_size: BlockOpt = None,
+    kv_cache_gib: KvGibOpt = None,
+    speculative: SpecOpt = None,
+    price_per_hour: PriceOpt = None,
+    text_only: TextOpt = False,
+    profile: ProfileOpt = None,
+    calibration: CalOpt = None,
+    preset: Annotated[str | None, typer.Option("--preset", help="seed-grid or quick.")] = None,
+    concurrency: Annotated[str | None, typer.Option("--concurrency", "-c", help="1,2,4 or 1..2048.")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="Prompt lengths in tokens: 128,1024.")] = None,
+    rate: Annotated[str | None, typer.Option("--rate", help="Open loop instead: requests/s per cell.")] = None,
+    output_tokens: Annotated[int | None, typer.Option("--output-tokens", help="Output tokens per request.")] = None,
+    requests: Annotated[int | None, typer.Option("--requests", "-n", help="Measured requests per cell "
+                                                 "(default 4 × concurrency, at least 20).")] = None,
+    warmup: Annotated[int | None, typer.Option("--warmup", help="Warm-up requests per cell.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for open-loop arrivals.")] = 0,
+    slo: Annotated[list[str] | None, typer.Option("--slo", help="e.g. ttft_p95_ms=500 (repeatable).")] = None,
+    runs_dir: Annotated[str | None, typer.Option("--runs-dir", help="Where run directories go.")] = None,
+    requests_log: Annotated[bool, typer.Option("--requests-log", help="Also write requests.jsonl.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the run directory.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Simulate a sweep grid (same grid flags as `bench sweep`) into a run directory marked source: simulated."""
+    from inferctl.cli import plan_render
+    from inferctl.cli.bench import _spec
+    from inferctl.ops.bench import argv
+    from inferctl.ops.simulate import simulate as simulate_op
+
+    cfg = _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util,
+                  max_num_seqs, max_num_batched_tokens, block_size, kv_cache_gib, speculative, price_per_hour,
+                  text_only)
+    spec = run(lambda: _spec(preset=preset, concurrency=concurrency, context=context, rate=rate,
+                             max_concurrency=None, burstiness=1.0, output_tokens=output_tokens, natural_stop=False,
+                             api="chat", requests=requests, duration=None, warmup=warmup, seed=seed,
+                             shared_prefix=0, slo=slo, error_threshold=0.5, timeout=600.0, workers=1,
+                             transport="auto"))  # fmt: skip
+    params = _params(calibration)
+    summary = run(lambda: simulate_op(cfg, spec, params=params, root=runs_dir, write_requests=requests_log,
+                                      command=argv()))  # fmt: skip
+    if quiet and not as_json:
+        typer.echo(summary.path)
+        return
+    emit(summary, as_json, plan_render.simulated)
+
+
+def calibrate(
+    run_ref: Annotated[str, typer.Argument(help="A measured run: path, id, id prefix or 'latest'.")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="The model that was measured (catalog name "
+                                              "or config.json directory; default: the run's model).")] = None,
+    accelerator: AccOpt = "cpu",
+    count: CountOpt = 1,
+    tp: TpOpt = None,
+    quant: QuantOpt = "bf16",
+    max_model_len: LenOpt = None,
+    max_num_seqs: SeqsOpt = None,
+    max_num_batched_tokens: BatchOpt = None,
+    block_size: BlockOpt = None,
+    kv_cache_gib: KvGibOpt = None,
+    speculative: SpecOpt = None,
+    profile: ProfileOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Where to write the fitted parameters (JSON; default "
+                                             "<run>/calibration.json).")] = None,
+    runs_dir: Annotated[str | None, typer.Option("--runs-dir", help="Where runs live.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fit the hardware profile's efficiency factors and overheads to a measured run; per-cell error and MAPE."""
+    from inferctl.cli import plan_render
+    from inferctl.ops.calibrate import calibrate_run
+
+    params = {"model": model, "accelerator": accelerator, "count": count, "tp": tp, "quant": quant,
+              "max_model_len": max_model_len, "max_num_seqs": max_num_seqs,
+              "max_num_batched_tokens": max_num_batched_tokens, "block_size": block_size,
+              "kv_cache_gib": kv_cache_gib, "speculative": speculative, "profile": profile}  # fmt: skip
+    report = run(lambda: calibrate_run(run_ref, root=runs_dir, out=out, **params))
+    emit(report, as_json, plan_render.calibration)
+
+
+sim_app = typer.Typer(help="A vLLM-compatible server whose timings come from the simulator.", no_args_is_help=True)
+
+
+@sim_app.command("serve")
+def sim_serve(
+    model: ModelArg = None,
+    accelerator: AccOpt = "l4",
+    count: CountOpt = 1,
+    tp: TpOpt = None,
+    quant: QuantOpt = "bf16",
+    kv_dtype: KvOpt = "auto",
+    max_model_len: LenOpt = None,
+    gpu_mem_util: UtilOpt = 0.92,
+    max_num_seqs: SeqsOpt = None,
+    max_num_batched_tokens: BatchOpt = None,
+    kv_cache_gib: KvGibOpt = None,
+    speculative: SpecOpt = None,
+    profile: ProfileOpt = None,
+    calibration: CalOpt = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8100,
+    speed: Annotated[float, typer.Option("--speed", help="Run the clock this many times faster than real.")] = 1.0,
+    served_name: Annotated[str | None, typer.Option("--served-model-name", help="Name in /v1/models.")] = None,
+) -> None:
+    """Serve the OpenAI/vLLM API with simulated timings: '12B on an L4 at 256 users' on a laptop."""
+    from inferctl.sim.server import serve
+
+    cfg = _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util,
+                  max_num_seqs, max_num_batched_tokens, None, kv_cache_gib, speculative, None, False)
+    params = _params(calibration)
+    console().print(f"[bold]sim serve[/] {cfg.model} on {cfg.count} x {cfg.accelerator} at http://{host}:{port}")
+    run(lambda: serve(cfg, params=params, host=host, port=port, speed=speed, served_model_name=served_name))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan)
+    app.command("simulate")(simulate)
+    app.command("calibrate")(calibrate)
+    app.add_typer(sim_app, name="sim")

@@ -1,0 +1,156 @@
+"""Fit a hardware profile's efficiency factors and overheads to a measured sweep, and score the fit.
+
+The five :class:`~inferctl.plan.perf.PerfParams` (bandwidth and compute efficiency, per-step, per-sequence
+and per-request overheads) are fitted by Nelder-Mead in log space, minimising the mean squared log error of
+four per-cell figures: request throughput, output token throughput, p50 TTFT and p50 TPOT. Every
+evaluation re-simulates the measured cells with the same load the bench used (its grid is in meta.json).
+The error of each cell and the MAPE per metric are the calibration's report; docs/planner.md states the
+error measured on the local engine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from inferctl.bench.spec import SweepSpec
+from inferctl.bench.store import CellResult
+from inferctl.errors import ConfigError
+from inferctl.plan.cells import simulate_cell
+from inferctl.plan.perf import PerfParams
+
+METRICS = ("request_throughput", "output_throughput", "ttft_p50", "tpot_p50")
+_FIELDS = ("bw_efficiency", "compute_efficiency", "step_overhead_ms", "per_seq_overhead_ms", "request_overhead_ms")
+_FLOOR = {"bw_efficiency": 1e-3, "compute_efficiency": 1e-3, "step_overhead_ms": 1e-3, "per_seq_overhead_ms": 1e-4,
+          "request_overhead_ms": 1e-3}  # fmt: skip
+_CEIL = {"bw_efficiency": 1.5, "compute_efficiency": 1.5}
+
+
+def cell_figures(cell: CellResult) -> dict[str, float | None]:
+    """The four figures calibration compares, from a cell's metrics."""
+    m = cell.metrics
+    return {"request_throughput": m.request_throughput or None, "output_throughput": m.output_throughput or None,
+            "ttft_p50": m.ttft.p50, "tpot_p50": m.tpot.p50}  # fmt: skip
+
+
+class CellError(BaseModel):
+    """Prediction error of one cell, percent ((predicted - measured) / measured)."""
+
+    cell: str
+    errors: dict[str, float | None] = Field(description="Signed percent error per metric.")
+    measured: dict[str, float | None]
+    predicted: dict[str, float | None]
+
+
+class MetricError(BaseModel):
+    """Error of one metric over all cells."""
+
+    mape: float = Field(description="Mean absolute percentage error.")
+    median_abs: float = Field(description="Median absolute percentage error.")
+    max_abs: float = Field(description="Worst cell, absolute percent.")
+    cells: int
+
+
+def score(engine_for: Callable[[PerfParams], object], params: PerfParams, spec: SweepSpec,
+          measured: list[CellResult]) -> tuple[list[CellError], dict[str, MetricError]]:  # fmt: skip
+    """Simulate the measured cells with ``params``; per-cell errors and per-metric MAPE."""
+    engine = engine_for(params)
+    cells = {c.id: c for c in spec.cells()}
+    out = []
+    for meas in measured:
+        pred, _, _ = simulate_cell(engine, spec, cells[meas.id])
+        pm, mm = cell_figures(pred), cell_figures(meas)
+        errs = {k: (100 * (pm[k] - mm[k]) / mm[k]) if pm[k] is not None and mm[k] else None for k in METRICS}
+        out.append(CellError(cell=meas.id, errors={k: None if v is None else round(v, 2) for k, v in errs.items()},
+                             measured=mm, predicted=pm))  # fmt: skip
+    summary = {}
+    for k in METRICS:
+        vals = [abs(c.errors[k]) for c in out if c.errors[k] is not None]
+        if vals:
+            summary[k] = MetricError(mape=round(statistics.fmean(vals), 2),
+                                     median_abs=round(statistics.median(vals), 2), max_abs=round(max(vals), 2),
+                                     cells=len(vals))  # fmt: skip
+    return out, summary
+
+
+def _loss(engine_for, spec: SweepSpec, measured: list[CellResult], params: PerfParams) -> float:
+    engine = engine_for(params)
+    cells = {c.id: c for c in spec.cells()}
+    total, n = 0.0, 0
+    for meas in measured:
+        pred, _, _ = simulate_cell(engine, spec, cells[meas.id])
+        pm, mm = cell_figures(pred), cell_figures(meas)
+        for k in METRICS:
+            if pm[k] and mm[k]:
+                total += math.log(pm[k] / mm[k]) ** 2
+                n += 1
+    return total / n if n else math.inf
+
+
+def _to_params(x: list[float]) -> PerfParams:
+    vals = {}
+    for name, v in zip(_FIELDS, x, strict=True):
+        val = max(math.exp(v), _FLOOR[name])
+        vals[name] = min(val, _CEIL.get(name, math.inf))
+    return PerfParams(**vals)
+
+
+def nelder_mead(f: Callable[[list[float]], float], x0: list[float], step: float = 0.7, iters: int = 160,
+                tol: float = 1e-6) -> tuple[list[float], float]:  # fmt: skip
+    """Minimise ``f`` from ``x0`` (plain Nelder-Mead; no SciPy dependency for five parameters)."""
+    n = len(x0)
+    simplex = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
+    values = [f(x) for x in simplex]
+    for _ in range(iters):
+        order = sorted(range(n + 1), key=values.__getitem__)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        if values[-1] - values[0] < tol:
+            break
+        centroid = [sum(x[j] for x in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+        refl = [c + (c - w) for c, w in zip(centroid, worst, strict=True)]
+        fr = f(refl)
+        if fr < values[0]:
+            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst, strict=True)]
+            fe = f(exp)
+            simplex[-1], values[-1] = (exp, fe) if fe < fr else (refl, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = refl, fr
+        else:
+            con = [c + 0.5 * (w - c) for c, w in zip(centroid, worst, strict=True)]
+            fc = f(con)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = con, fc
+            else:  # shrink towards the best
+                best = simplex[0]
+                simplex = [best] + [[b + 0.5 * (x - b) for b, x in zip(best, xs, strict=True)] for xs in simplex[1:]]
+                values = [values[0]] + [f(x) for x in simplex[1:]]
+    i = min(range(n + 1), key=values.__getitem__)
+    return simplex[i], values[i]
+
+
+def fit(engine_for: Callable[[PerfParams], object], spec: SweepSpec, measured: list[CellResult],
+        start: PerfParams) -> PerfParams:  # fmt: skip
+    """Fit PerfParams to measured cells, starting from ``start`` (the accelerator's priors)."""
+    if not measured:
+        raise ConfigError("The run has no complete cells to calibrate on.")
+    x0 = [math.log(max(getattr(start, k), _FLOOR[k] * 10)) for k in _FIELDS]
+    best, _ = nelder_mead(lambda x: _loss(engine_for, spec, measured, _to_params(x)), x0)
+    return _to_params(best)
+
+
+def load_params(path: Path | str) -> PerfParams:
+    """PerfParams from a calibration file (the ``params`` of `inferctl calibrate`'s output) or a bare object."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"Cannot read calibration {path}: {exc}.") from None
+    try:
+        return PerfParams.model_validate(data.get("params", data))
+    except ValueError as exc:
+        raise ConfigError(f"{path} does not hold performance parameters: {exc}.") from None
