@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,13 @@ TEST_CASES = [
         max_model_len=4096, max_num_batched_tokens=768, kv_space_gib=1,
     ),
 ]
+
+
+def free_port() -> int:
+    """A port nothing listens on now (sessions share the machine; fixed ports collide)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def build_variant(dest: Path, overrides: dict[str, Any]) -> Path:

@@ -1,0 +1,53 @@
+"""Calibration: fitting recovers the behaviour of a known hardware profile, and scores itself honestly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inferctl.bench.spec import SweepSpec
+from inferctl.errors import ConfigError
+from inferctl.plan.calibrate import fit, load_params, nelder_mead, score
+from inferctl.plan.cells import SimEngine, simulate_cell
+from inferctl.plan.config import ServingConfig, resolve
+from inferctl.plan.perf import PerfParams
+
+CFG = ServingConfig(model="gemma-4-e2b", accelerator="l4", max_model_len=4096, max_num_seqs=8)
+SPEC = SweepSpec(contexts=[128, 1024], concurrencies=[1, 4, 16], output_tokens=32, requests=16,
+                 warmup=2).validate_grid()
+TRUTH = PerfParams(bw_efficiency=0.35, compute_efficiency=0.2, step_overhead_ms=9.0, per_seq_overhead_ms=0.4,
+                   request_overhead_ms=12.0)
+
+
+def test_nelder_mead_finds_a_quadratic_minimum():
+    x, fx = nelder_mead(lambda v: (v[0] - 1) ** 2 + 3 * (v[1] + 2) ** 2, [0.0, 0.0], iters=300)
+    assert x == pytest.approx([1, -2], abs=1e-2) and fx < 1e-4
+
+
+def test_fit_recovers_a_known_profile():
+    resolved = resolve(CFG)
+
+    def engine_for(p):
+        return SimEngine(resolved, p)
+
+    truth = engine_for(TRUTH)
+    measured = [simulate_cell(truth, SPEC, c)[0] for c in SPEC.cells()]
+    prior = PerfParams.prior(resolved)
+    _, prior_err = score(engine_for, prior, SPEC, measured)
+    fitted = fit(engine_for, SPEC, measured, prior)
+    _, err = score(engine_for, fitted, SPEC, measured)
+    for metric in ("request_throughput", "output_throughput", "ttft_p50", "tpot_p50"):
+        assert err[metric].mape < 5.0, (metric, err[metric], fitted)
+        assert err[metric].mape <= prior_err[metric].mape
+    assert prior_err["tpot_p50"].mape > 30  # the priors were far off: the fit did the work
+
+
+def test_load_params_reads_calibration_output(tmp_path):
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"params": TRUTH.model_dump()}))
+    assert load_params(path) == TRUTH
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(ConfigError, match="does not hold performance parameters"):
+        load_params(bad)
