@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.integration.plan_engines import TEST_CASES, free_port, serving_config_for, start_case
 
 from inferctl.plan.memory import plan_memory
 from inferctl.server.logs import parse_startup_log
-from tests.integration.plan_engines import TEST_CASES, free_port, serving_config_for, start_case
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import time
 
 import pytest
 import uvicorn
+from tests.integration.plan_engines import free_port
 
 from inferctl.bench.spec import SweepSpec
 from inferctl.config import resolve_target
@@ -20,7 +21,6 @@ from inferctl.ops.bench import sweep
 from inferctl.plan.cells import SimEngine, simulate_cell
 from inferctl.plan.config import ServingConfig
 from inferctl.sim.server import build_app
-from tests.integration.plan_engines import free_port
 
 # Gemma 4 E2B on an L4: a decode step is ~26 ms, so client overhead is small next to it.
 CFG = ServingConfig(model="gemma-4-e2b", accelerator="l4", max_model_len=4096)
