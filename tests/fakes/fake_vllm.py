@@ -55,6 +55,7 @@ class FakeConfig:
     fault_cycle: list[str] = field(default_factory=list)
     stall_s: float = 30.0
     instant: bool = False  # every chunk in one write, no sleeps (for throughput tests)
+    chat_template: bool = True  # False: /tokenize with messages fails like vLLM for a model without one
 
 
 class _State:
@@ -130,6 +131,9 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
 
     async def tokenize(request: Request) -> Response:
         body = await request.json()
+        if "messages" in body and not cfg.chat_template:
+            return error("As of transformers v4.44, default chat template is no longer allowed, so you must "
+                         "provide a chat template if the tokenizer does not define one.", 400)
         if "messages" in body:
             text = "".join(str(m.get("content", "")) for m in body["messages"])
             tokens = [ord(c) % 512 for c in text] + [1] * cfg.chat_overhead_tokens

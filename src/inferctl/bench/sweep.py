@@ -28,6 +28,8 @@ from inferctl.bench.store import CellResult, RunDir, RunMeta
 from inferctl.bench.transport import make_transport
 from inferctl.server.client import VLLMClient
 
+AUTO_ESCALATE_CPU = 0.7  # --workers auto adds processes after a client-bound cell this busy (per process)
+
 
 class Reporter(Protocol):
     """What a face shows while a sweep runs (the CLI's Rich progress; nothing for --json)."""
@@ -190,8 +192,10 @@ class Sweep:
             result.status, result.reason = "aborted", run.aborted
         if result.client.client_bound:
             self.reporter.note(f"{cell.id}: client-bound ({'; '.join(result.client.reasons)})")
-            if spec.workers == "auto" and run.workers < (os.cpu_count() or 1):
-                # One loop (or these many) could not keep up: give the following cells more processes.
+            cpu = result.client.cpu_fraction or 0.0
+            if spec.workers == "auto" and cpu >= AUTO_ESCALATE_CPU and run.workers < (os.cpu_count() or 1):
+                # Our own loops were busy (not merely starved by other processes on the host): one
+                # loop (or these many) could not keep up, so the following cells get more processes.
                 self._auto_floor = min(os.cpu_count() or 1, 2 * run.workers)
                 self.reporter.note(f"--workers auto: next cells use at least {self._auto_floor} processes")
         return result

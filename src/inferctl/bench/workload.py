@@ -34,6 +34,8 @@ from inferctl.server.client import VLLMClient
 Api = Literal["chat", "completions"]
 
 HEAD_TOKENS = 16
+# Enough single-token spaced words for unique heads (16^16 combinations); tiny vocabularies have ~20.
+MIN_SPACED_WORDS = 16
 
 # Common English words: most are one token in every modern vocabulary. Letters help tokenizers
 # (and the test fake) that split words into characters.
@@ -150,7 +152,7 @@ async def build_alphabet(client: VLLMClient, model: str, seed: int = 0) -> Alpha
     words = [c for c, toks in zip(cands, counts, strict=True) if len(toks) == 1]
     spaced = [w for w in words if w.startswith(" ")]
     # Prefer one family: mixing bare letters with spaced words invites merges ("a" + " the").
-    words = spaced if len(spaced) >= 32 else [w for w in words if not w.startswith(" ")]
+    words = spaced if len(spaced) >= MIN_SPACED_WORDS else [w for w in words if not w.startswith(" ")]
     rng = random.Random(seed)
     for _ in range(6):
         if len(words) < 8:
@@ -180,6 +182,10 @@ class Overheads:
 
     chat: int
     completions: int
+    # False when /tokenize could not apply a chat template (the model has none, or the server cannot
+    # say): chat prefill is then not calibrated. Recorded in meta.json and shown, never silent.
+    chat_template: bool = True
+    chat_error: str = ""
 
 
 async def measure_overheads(client: VLLMClient, model: str, alphabet: Alphabet) -> Overheads:
@@ -189,8 +195,9 @@ async def measure_overheads(client: VLLMClient, model: str, alphabet: Alphabet) 
     special = len(await client.tokenize(sample, model=model, add_special_tokens=True))
     try:
         chat = len(await client.tokenize_chat([{"role": "user", "content": sample}], model=model))
-    except InferctlError:
-        chat = plain  # a model without a chat template: chat requests would fail anyway
+    except InferctlError as exc:
+        return Overheads(chat=0, completions=max(0, special - plain), chat_template=False,
+                         chat_error=str(exc)[:300])
     return Overheads(chat=max(0, chat - plain), completions=max(0, special - plain))
 
 

@@ -18,6 +18,17 @@ def _ms(v: float | None) -> str:
     return "—" if v is None else f"{v:,.1f}"
 
 
+def _short(v: float | None) -> str:
+    """A compact number for narrow tables: 1 decimal below 100, integers (with separators) above."""
+    if v is None:
+        return "—"
+    return f"{v:.1f}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+_STATUS_SHORT = {"complete": "ok", "infeasible": "infeas", "skipped": "skip", "aborted": "abort"}
+NARROW = 110  # below this many columns the cells table switches to its compact layout
+
+
 class _LiveProgress(Progress):
     """A Progress whose cell bar reads the load generator's counters at every refresh."""
 
@@ -66,10 +77,13 @@ class ProgressReporter:
             self.progress.advance(self.sweep_task)
         m = result.metrics
         if result.status == "complete":
-            line = (f"{result.id:>18}  {m.ok}/{m.requests} ok  {m.request_throughput:.2f} req/s  "
-                    f"{m.output_throughput:.1f} tok/s  TTFT p50 {_ms(m.ttft.p50)} ms  TPOT p50 {_ms(m.tpot.p50)} ms")
+            # Fits 80 columns: "ctx16384-c2048 8192/8192 ok 1,234 req/s 12,345 tok/s TTFT 1,234 TPOT 12.3 ms"
+            line = (f"{result.id:<14} {m.ok}/{m.requests} ok  {_short(m.request_throughput)} req/s  "
+                    f"{_short(m.output_throughput)} tok/s  TTFT {_short(m.ttft.p50)}  TPOT {_short(m.tpot.p50)} ms")
+            if result.client.workers > 1:
+                line += f"  [dim]×{result.client.workers}[/]"
         else:
-            line = f"{result.id:>18}  {result.status}: {result.reason}"
+            line = f"{result.id:<14} {result.status}: {result.reason}"
         self.progress.console.print(line, highlight=False)
 
     def note(self, text: str) -> None:
@@ -82,11 +96,18 @@ class ProgressReporter:
             self.started = False
 
 
-def cells_table(cells: list[CellResult], title: str | None = None) -> Table:
+def cells_table(cells: list[CellResult], title: str | None = None, width: int | None = None) -> Table:
+    """All cells; below ``NARROW`` columns a compact layout (p50/p95 TTFT, TPOT, E2E; ITL, concurrency and KV
+    are left to ``runs show --json``) that fits an 80-column terminal."""
+    from inferctl.cli.common import console
+
+    width = width or console().width
+    if width < NARROW:
+        return _narrow_table(cells, title)
     t = Table(title=title, title_justify="left")
     for col in ("cell", "status", "ok/req", "req/s", "out tok/s", "TTFT p50", "TTFT p95", "TPOT p50", "ITL p99",
                 "E2E p50", "conc", "KV peak", "client"):
-        t.add_column(col, justify="left" if col in ("cell", "status") else "right")
+        t.add_column(col, justify="left" if col in ("cell", "status") else "right", no_wrap=col == "cell")
     for c in cells:
         m = c.metrics
         kv = c.server.get("kv_cache_usage_peak")
@@ -95,6 +116,26 @@ def cells_table(cells: list[CellResult], title: str | None = None) -> Table:
             _ms(m.ttft.p50), _ms(m.ttft.p95), _ms(m.tpot.p50), _ms(m.itl.p99), _ms(m.e2e.p50),
             "—" if c.client.achieved_concurrency is None else f"{c.client.achieved_concurrency:.1f}",
             "—" if kv is None else f"{kv:.0%}", "[red]bound[/]" if c.client.client_bound else "ok",
+        )
+    return t
+
+
+def _narrow_table(cells: list[CellResult], title: str | None) -> Table:
+    from rich import box
+
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
+              caption="ms; cli ! = client-bound (runs show)", caption_justify="left")
+    cols = [("cell", "left"), ("st", "left"), ("ok/req", "right"), ("req/s", "right"), ("tok/s", "right"),
+            ("TTFT\np50", "right"), ("TTFT\np95", "right"), ("TPOT\np50", "right"), ("E2E\np50", "right"),
+            ("cli", "left")]
+    for name, justify in cols:
+        t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for c in cells:
+        m = c.metrics
+        t.add_row(
+            c.id, _STATUS_SHORT.get(c.status, c.status), f"{m.ok}/{m.requests}", _short(m.request_throughput),
+            _short(m.output_throughput), _short(m.ttft.p50), _short(m.ttft.p95), _short(m.tpot.p50),
+            _short(m.e2e.p50), "[red]![/]" if c.client.client_bound else "",
         )
     return t
 

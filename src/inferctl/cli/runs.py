@@ -54,6 +54,9 @@ def show(ref: RunArg, runs_dir: RunsDirOpt = None, as_json: JsonOpt = False) -> 
         out.print(f"[bold]{m.run_id}[/]  {m.source}, {m.status}  target {m.target.get('name')} ({m.target.get('url')})")
         out.print(f"model {m.model}  vLLM {m.vllm_version or '?'}  max_model_len {m.max_model_len}  "
                   f"inferctl {m.inferctl_version}")
+        if m.workload.get("chat_template") is False:
+            out.print(f"[yellow]no chat template:[/] {m.workload.get('chat_template_error') or 'tokenize failed'}; "
+                      f"prefill of chat prompts was not calibrated (api {m.workload.get('api')})")
         out.print(cells_table(d.cells))
         for c in d.cells:
             if c.client.client_bound:

@@ -127,10 +127,19 @@ async def sweep(
         assert store is not None
         workload = await wl.prepare(client, served.id, api=spec.api, output_tokens=spec.output_tokens,
                                     ignore_eos=spec.ignore_eos, seed=spec.seed, shared_prefix=spec.shared_prefix)
+        ov = workload.overheads
         meta.workload = {"api": spec.api, "alphabet_words": len(workload.alphabet.words),
-                         "chat_template_tokens": workload.overheads.chat,
-                         "special_tokens": workload.overheads.completions, "head_tokens": wl.HEAD_TOKENS,
+                         "chat_template": ov.chat_template,
+                         "chat_template_tokens": ov.chat if ov.chat_template else None,
+                         "special_tokens": ov.completions, "head_tokens": wl.HEAD_TOKENS,
                          "shared_prefix": spec.shared_prefix}
+        if not ov.chat_template:
+            meta.workload["chat_template_error"] = ov.chat_error
+            if spec.api == "chat":
+                reporter.note(f"{served.id}: /tokenize could not apply a chat template ({ov.chat_error}); chat "
+                              "prompts are not calibrated for template tokens and the server may reject chat "
+                              "requests — consider --api completions. usage.prompt_tokens still records the "
+                              "prefill the server saw.")
         meta.status = "running"
         store.write_meta(meta)
         try:

@@ -43,6 +43,7 @@ def test_sweep_leaves_a_consistent_run_directory(tmp_path: Path) -> None:
     assert meta["format_version"] == 1 and meta["source"] == "measured" and meta["status"] == "complete"
     assert meta["model"] == "fake-model" and meta["max_model_len"] == 100 and meta["vllm_version"] == "0.32.0"
     assert meta["grid"]["contexts"] == [32, 64, 120]
+    assert meta["workload"]["chat_template"] is True and meta["workload"]["chat_template_tokens"] == 8
     recs = list(store.requests())
     sent = [r for r in recs if r.status != "infeasible"]
     assert len(sent) == served  # every request the server saw is a record, and nothing else
@@ -161,3 +162,19 @@ def test_grid_parsing_and_presets() -> None:
         parse_slo("latency=5")
     slo = parse_slo("tpot_ms=50")
     assert slo.metric == "tpot" and slo.stat == "p95" and slo.limit_ms == 50
+
+
+def test_a_model_without_chat_template_is_recorded_and_shown(tmp_path: Path) -> None:
+    notes: list[str] = []
+
+    class Notes(ops.NullReporter):
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    with FakeVLLM(FakeConfig(ttft_ms=1, itl_ms=0.2, chat_template=False)) as fake:
+        spec = SweepSpec(contexts=[32], concurrencies=[1], output_tokens=2, requests=2, warmup=0).validate_grid()
+        s = asyncio.run(ops.sweep(Target(name="fake", url=fake.url), spec, root=tmp_path, reporter=Notes()))
+    meta = RunDir(Path(s.path)).read_meta()
+    assert meta.workload["chat_template"] is False and meta.workload["chat_template_tokens"] is None
+    assert "chat template" in meta.workload["chat_template_error"]
+    assert any("chat template" in n for n in notes)
