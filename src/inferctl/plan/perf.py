@@ -147,12 +147,13 @@ class StepModel:
         flops = tokens * self.flops_per_token + samplers * self.lm_head_flops
         flops += k1 * (self.attn_full * ctx_full + self.attn_sliding * ctx_sliding)
         flops += self.attn_full * prefill_attn_full + self.attn_sliding * prefill_attn_sliding
-        weights = self.dense_weight_bytes + self.expert_bytes_per_layer * self.layers * self.num_experts * (
-            self.expert_fraction(tokens))
+        weights = self.dense_weight_bytes
+        if self.num_experts:
+            weights += self.expert_bytes_per_layer * self.layers * self.num_experts * self.expert_fraction(tokens)
         kv_read = self.read_full * ctx_full + self.read_sliding * ctx_sliding
         # A prefill chunk re-reads its earlier context once per layer (flash attention streams it).
-        kv_read += (self.read_full * prefill_attn_full + self.read_sliding * prefill_attn_sliding) / max(
-            prefill_tokens, 1.0) if prefill_tokens else 0.0
+        if prefill_tokens:
+            kv_read += (self.read_full * prefill_attn_full + self.read_sliding * prefill_attn_sliding) / prefill_tokens
         nbytes = weights + (self.lm_head_bytes if samplers else 0.0) + kv_read
         nbytes += tokens * (self.write_per_token + self.act_bytes_per_token)
         t = max(flops / self.peak, nbytes / self.bw)

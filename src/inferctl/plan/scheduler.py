@@ -134,6 +134,10 @@ class Scheduler:
         self._full = [(n, bs) for bs, n in full.items()]
         self._sliding = [(n, bs, w) for (bs, w), n in sliding.items()]
         self._growth_per_token = sum(1 / g.block_size for g in layout.groups)
+        # _decode_blocks as one linear form: a_full x full context + a_sliding x kept context + c x sequences
+        self._a_full = sum(n / bs for n, bs in self._full)
+        self._a_sliding = sum(n / bs for n, bs, _ in self._sliding)
+        self._c_seq = 0.5 * sum(n for n, _ in self._full) + 1.5 * sum(n for n, _, _ in self._sliding)
 
     # -- KV blocks -------------------------------------------------------------------------------
     def blocks(self, context: float, new: float = 1.0) -> float:
@@ -151,15 +155,6 @@ class Scheduler:
             kept = -(-min(context, window - 1 + new) // bs) + 1
             total += n * (whole if whole < kept else kept)
         return total
-
-    def _decode_blocks(self, n: int, full_ctx: float, sliding_kv_ctx: float) -> float:
-        """Blocks the decoding set holds, from summed contexts (half a block of rounding per group)."""
-        b = 0.0
-        for k, bs in self._full:
-            b += k * (full_ctx / bs + 0.5 * n)
-        for k, bs, _ in self._sliding:
-            b += k * (sliding_kv_ctx / bs + 1.5 * n)
-        return b
 
     def run(self, requests: list[SimRequest], concurrency: int | None, *, cap: int | None = None,
             on_step: Callable[[float, int, int], None] | None = None) -> SimStats:
@@ -267,7 +262,7 @@ class Scheduler:
                 kvs.advance(g)
             n_dec = len(decoding)
             full_ctx = full_const + n_dec * g
-            used = self._decode_blocks(n_dec, full_ctx, kvs.total(g)) + prefill_blocks
+            used = self._a_full * full_ctx + self._a_sliding * kvs.total(g) + self._c_seq * n_dec + prefill_blocks
             # KV for the decode step itself: every decoding sequence may open a block per group.
             growth = n_dec * k1 * self._growth_per_token
             if used + growth > self.num_blocks and (n_dec + len(prefilling)) > 1 and preempt_newest():
@@ -396,6 +391,8 @@ class Scheduler:
 
     def _time(self, n_dec: int, full_ctx: float, sliding_ctx: float, chunks: list[tuple[float, int]],
               sampling: int = 0) -> float:
+        if not chunks:
+            return self.step.step_time(n_dec, full_ctx, sliding_ctx)
         pf_tokens = pf_full = pf_sliding = 0.0
         window = self.window
         for start, c in chunks:
