@@ -157,7 +157,7 @@ class Sweep:
     async def run_cell(self, cell: CellSpec, attempt: int) -> CellResult:
         spec = self.spec
         ps = self.workload.prompt_set(cell.id, attempt, cell.context)
-        await wl.verify(self.client, ps)
+        await wl.verify(self.client, ps, chat_template=self.workload.overheads.chat_template)
         load = load_for(spec, cell)
         live = LiveStats()
         live.planned = None if load.requests is None else load.warmup + load.requests

@@ -6,15 +6,19 @@ How (no local tokenizer, no hub download):
    token; then check that random sequences of them tokenize to exactly one token per word (drop
    words that merge with neighbours). Leading-space words are additive in SentencePiece and
    byte-level BPE alike; the check makes that an observation, not an assumption.
-2. **Prompt** = optional shared prefix (``--shared-prefix N`` tokens, the same for every request)
-   + a head of random words unique to the request + a body shared within the cell. A different
+2. **Prompt** = one fixed anchor word (the alphabet's first) + optional shared prefix
+   (``--shared-prefix N`` tokens, the same for every request) + a head of random words unique to
+   the request + a body shared within the cell. The anchor makes the text's start the same as in
+   the template measurement: chat templates may trim the leading space of the first word (Gemma's
+   does), which changes its token count by word; with a fixed first word it is measured once. A different
    head at the start makes every KV block hash differ, so the prefix cache cannot turn a cell into
    cache hits; sharing the body keeps building a prompt cheap enough for the hot path.
 3. **Template overhead.** Chat: the server adds template tokens, measured once with /tokenize on
    messages and subtracted, so the prefill the server sees equals the cell's context. Completions:
    special tokens (BOS) are measured the same way. The prefill actually seen is still recorded
    per request from ``usage.prompt_tokens``.
-4. **Verification.** A few prompts per cell are tokenized in full; a mismatch is an error.
+4. **Verification.** A few prompts per cell are tokenized in full (chat: through the template
+   too); a mismatch is an error.
 
 Everything is seeded: the same seed, cell and request index give the same prompt.
 """
@@ -82,7 +86,7 @@ class PromptSet:
     api: Api
     model: str
     words: list[str]
-    content_tokens: int  # tokens of the user text (prefix + head + body)
+    content_tokens: int  # tokens of the user text (anchor + prefix + head + body)
     target_prefill: int  # tokens the server should see (content + template/special)
     max_tokens: int
     ignore_eos: bool
@@ -94,6 +98,7 @@ class PromptSet:
     body: str = ""
     head_tokens: int = HEAD_TOKENS
     extra: dict[str, Any] = field(default_factory=dict)
+    anchor: str = ""
 
     def text(self, index: int) -> str:
         """The user text of request ``index`` (deterministic, unique per seed/cell/attempt/index)."""
@@ -103,7 +108,7 @@ class PromptSet:
         words, n = self.words, len(self.words)
         head = "".join(words[int.from_bytes(digest[2 * k:2 * k + 2], "little") % n]
                        for k in range(self.head_tokens))
-        return self.prefix + head + self.body
+        return self.anchor + self.prefix + head + self.body
 
     def payload(self, index: int) -> dict[str, Any]:
         return self.payload_with(self.text(index))
@@ -226,23 +231,25 @@ class Workload:
     def prompt_set(self, cell: str, attempt: int, context: int) -> PromptSet:
         """The prompts of one cell: the server prefills ``context`` tokens (or the minimum possible)."""
         content = max(1, context - self.overhead)
+        anchor = self.alphabet.words[0]  # the first word of the overhead sample too
+        free = content - 1
         rng = random.Random(f"{self.seed}/prefix")
-        prefix_n = min(self.shared_prefix, max(0, content - 1))
+        prefix_n = min(self.shared_prefix, max(0, free - 1))
         prefix = "".join(rng.choices(self.alphabet.words, k=prefix_n))
-        head = min(HEAD_TOKENS, content - prefix_n)
-        body_n = content - prefix_n - head
+        head = min(HEAD_TOKENS, free - prefix_n)
+        body_n = free - prefix_n - head
         brng = random.Random(f"{self.seed}/{cell}/{attempt}/body")
         body = "".join(brng.choices(self.alphabet.words, k=body_n))
         return PromptSet(
             api=self.api, model=self.model, words=self.alphabet.words, content_tokens=content,
             target_prefill=content + self.overhead, max_tokens=self.output_tokens, ignore_eos=self.ignore_eos,
             seed=self.seed, cell=cell, attempt=attempt, prefix=prefix, prefix_tokens=prefix_n, body=body,
-            head_tokens=head, extra=dict(self.extra),
+            head_tokens=head, extra=dict(self.extra), anchor=anchor,
         )
 
 
-async def verify(client: VLLMClient, ps: PromptSet, samples: int = 3) -> None:
-    """Tokenize a few prompts in full; raise when one is not exactly the planned length."""
+async def verify(client: VLLMClient, ps: PromptSet, samples: int = 3, *, chat_template: bool = True) -> None:
+    """Tokenize a few prompts in full (chat: with the template too); raise when one is off the plan."""
     for i in range(samples):
         n = len(await client.tokenize(ps.text(i), model=ps.model))
         if n != ps.content_tokens:
@@ -250,6 +257,13 @@ async def verify(client: VLLMClient, ps: PromptSet, samples: int = 3) -> None:
                 f"Prompt {i} of cell {ps.cell} tokenized to {n} tokens, not {ps.content_tokens}; "
                 "the word list is not additive for this tokenizer."
             )
+        if ps.api == "chat" and chat_template:
+            m = len(await client.tokenize_chat([{"role": "user", "content": ps.text(i)}], model=ps.model))
+            if m != ps.target_prefill:
+                raise WorkloadError(
+                    f"Chat prompt {i} of cell {ps.cell} is {m} tokens with the chat template, not "
+                    f"{ps.target_prefill}; the template's overhead is not constant for this model."
+                )
 
 
 async def prepare(
