@@ -212,16 +212,8 @@ class VLLMClient:
         on_delta: Callable[[str], None] | None = None,
     ) -> StreamResult:
         """Stream POST /v1/chat/completions with usage; never raises for request failures."""
-        payload: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if max_tokens is not None:
-            payload["max_tokens"] = max_tokens
-        payload.update(extra or {})
-        return await self._stream("/v1/chat/completions", payload, on_delta)
+        body = {"model": model, "messages": messages}
+        return await self._stream("/v1/chat/completions", body, max_tokens, extra, on_delta)
 
     async def complete(
         self,
@@ -233,20 +225,22 @@ class VLLMClient:
         on_delta: Callable[[str], None] | None = None,
     ) -> StreamResult:
         """Stream POST /v1/completions with usage; never raises for request failures."""
-        payload: dict[str, Any] = {
-            "model": model,
-            "prompt": prompt,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        body = {"model": model, "prompt": prompt}
+        return await self._stream("/v1/completions", body, max_tokens, extra, on_delta)
+
+    async def _stream(
+        self,
+        path: str,
+        body: dict[str, Any],
+        max_tokens: int | None,
+        extra: dict[str, Any] | None,
+        on_delta: Callable[[str], None] | None,
+    ) -> StreamResult:
+        # Usage is always asked for: token counts come from the server, never from counting chunks.
+        payload: dict[str, Any] = {**body, "stream": True, "stream_options": {"include_usage": True}}
         if max_tokens is not None:
             payload["max_tokens"] = max_tokens
         payload.update(extra or {})
-        return await self._stream("/v1/completions", payload, on_delta)
-
-    async def _stream(
-        self, path: str, payload: dict[str, Any], on_delta: Callable[[str], None] | None = None
-    ) -> StreamResult:
         # Streams may legitimately take minutes; only the connect phase keeps the short timeout.
         timeout = httpx.Timeout(self.stream_timeout, connect=self.timeout)
         return await stream(self._http, path, payload, timeout=timeout, on_delta=on_delta)
