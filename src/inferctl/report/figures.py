@@ -1,0 +1,161 @@
+"""What the charts show, as data: one description drives both the PNG (matplotlib) and HTML (plotly) renderers.
+
+A ``Figure`` is either line panels (x = load, one line per context or per run × context, log axes) or
+heatmaps (context × load). Building them is pure, so tests check the content without drawing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from inferctl.report.compare import Comparison
+from inferctl.report.data import METRICS, Run, load_label, load_of, rows
+
+
+@dataclass
+class Line:
+    name: str
+    x: list[float]
+    y: list[float | None]
+    color: int = 0  # index into the palette (a context, or a run)
+    dash: bool = False
+
+
+@dataclass
+class Panel:
+    title: str
+    ylabel: str
+    lines: list[Line] = field(default_factory=list)
+    logx: bool = True
+    logy: bool = True
+
+
+@dataclass
+class Heat:
+    title: str
+    x_labels: list[str]
+    y_labels: list[str]
+    z: list[list[float | None]]
+    lower_is_better: bool = False
+    percent: bool = False
+
+
+@dataclass
+class Figure:
+    name: str  # file stem: latency, throughput, heatmaps, server...
+    title: str
+    xlabel: str = "concurrency"
+    panels: list[Panel] = field(default_factory=list)
+    heats: list[Heat] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not any(any(v is not None for ln in p.lines for v in ln.y) for p in self.panels) and not self.heats
+
+
+def _xlabel(run: Run) -> str:
+    return "request rate (req/s)" if run.open_loop else "concurrency (requests in flight)"
+
+
+def _panel(run: Run, title: str, keys: list[tuple[str, bool]], logy: bool = True) -> Panel:
+    unit = METRICS[keys[0][0]].unit
+    p = Panel(title=title, ylabel=unit or "fraction", logy=logy)
+    for i, (ctx, cells) in enumerate(rows(run.cells).items()):
+        for key, dash in keys:
+            m = METRICS[key]
+            ys = [m.get(c) for c in cells]
+            if any(y is not None for y in ys):
+                suffix = f" {m.label.split()[-1]}" if len(keys) > 1 else ""
+                p.lines.append(Line(name=f"ctx {ctx}{suffix}", x=[load_of(c) for c in cells], y=ys, color=i,
+                                    dash=dash))
+    return p
+
+
+def run_figures(run: Run) -> list[Figure]:
+    """Latency, throughput, heatmaps and server-side figures of one run."""
+    xl = _xlabel(run)
+    figs = [
+        Figure("latency", "Latency vs load (solid p50, dashed p95; one colour per context)", xl, panels=[
+            _panel(run, "TTFT", [("ttft_p50", False), ("ttft_p95", True)]),
+            _panel(run, "TPOT", [("tpot_p50", False), ("tpot_p95", True)]),
+            _panel(run, "E2E latency", [("e2e_p50", False), ("e2e_p95", True)]),
+        ]),
+        Figure("throughput", "Throughput vs load (one line per context)", xl, panels=[
+            _panel(run, "Request throughput", [("request_throughput", False)]),
+            _panel(run, "Output token throughput", [("output_throughput", False)]),
+        ]),
+        heatmaps(run),
+        Figure("server", "Server side per cell (from /metrics)", xl, panels=[
+            _panel(run, "KV cache usage peak", [("kv_cache_usage_peak", False)], logy=False),
+            _panel(run, "Preemptions", [("preemptions", False)], logy=False),
+            _panel(run, "Server queue depth peak", [("requests_waiting_peak", False)], logy=False),
+            _panel(run, "Spec-decode acceptance rate", [("spec_decode_acceptance_rate", False)], logy=False),
+        ]),
+    ]
+    for f in figs:  # panels with no data at all (no spec decode, no /metrics) say nothing: drop them
+        f.panels = [p for p in f.panels if p.lines]
+    return [f for f in figs if f.panels or f.heats]
+
+
+def heatmaps(run: Run) -> Figure:
+    """context × load of req/s, output tok/s, p95 TTFT and success rate."""
+    by_row = rows(run.cells)
+    loads = sorted({load_of(c) for c in run.cells})
+    labels = {load_of(c): load_label(c) for c in run.cells}
+    ctxs = list(by_row)
+
+    def grid(key: str) -> list[list[float | None]]:
+        m = METRICS[key]
+        out = []
+        for ctx in ctxs:
+            cells = {load_of(c): c for c in by_row[ctx]}
+            out.append([m.get(cells[x]) if x in cells else None for x in loads])
+        return out
+
+    x = [labels[v] for v in loads]
+    y = [f"ctx {c}" for c in ctxs]
+    return Figure("heatmaps", "Context × load", heats=[
+        Heat("Request throughput (req/s)", x, y, grid("request_throughput")),
+        Heat("Output tokens/s", x, y, grid("output_throughput")),
+        Heat("TTFT p95 (ms)", x, y, grid("ttft_p95"), lower_is_better=True),
+        Heat("Success rate", x, y, grid("success_rate"), percent=True),
+    ])
+
+
+COMPARE_PANELS = [("output_throughput", "Output token throughput"), ("request_throughput", "Request throughput"),
+                  ("ttft_p95", "TTFT p95"), ("tpot_p50", "TPOT p50"), ("e2e_p50", "E2E latency p50")]
+
+
+def compare_figures(cmp: Comparison) -> list[Figure]:
+    """Overlaid lines (colour = run, dash = second and later contexts) and % delta heatmaps vs the baseline."""
+    xl = "request rate (req/s)" if cmp.cells and cmp.cells[0].load_kind == "rate" else "concurrency"
+    contexts = sorted({c.context for c in cmp.cells})
+    overlay = Figure("compare", "Runs overlaid on matching cells (colour = run; solid = first context, dashed = "
+                                "others)", xl)
+    for key, title in COMPARE_PANELS:
+        if key not in cmp.metrics:
+            continue
+        p = Panel(title=title, ylabel=METRICS[key].unit)
+        for ri, run in enumerate(cmp.runs):
+            for ci, ctx in enumerate(contexts):
+                cells = sorted((c for c in cmp.cells if c.context == ctx), key=lambda c: c.load)
+                p.lines.append(Line(name=f"{run.label} ctx {ctx}", x=[c.load for c in cells],
+                                    y=[c.values[key][ri] for c in cells], color=ri, dash=ci > 0))
+        overlay.panels.append(p)
+    figs = [overlay]
+    loads = sorted({c.load for c in cmp.cells})
+    x = [f"r={v:g}" if xl.startswith("request") else f"c={v:g}" for v in loads]
+    for ri, run in enumerate(cmp.runs[1:], start=1):
+        heats = []
+        for key in ("output_throughput", "ttft_p95", "tpot_p50"):
+            if key not in cmp.metrics:
+                continue
+            z = []
+            for ctx in contexts:
+                cells = {c.load: c for c in cmp.cells if c.context == ctx}
+                z.append([cells[v].deltas[key][ri] if v in cells else None for v in loads])
+            heats.append(Heat(f"{METRICS[key].label}: {run.label} vs {cmp.baseline} (% change)", x,
+                              [f"ctx {c}" for c in contexts], z, lower_is_better=not METRICS[key].higher_is_better,
+                              percent=True))
+        figs.append(Figure(f"delta-{ri}", f"{run.label} vs {cmp.baseline}", xl, heats=heats))
+    return figs
