@@ -1,0 +1,107 @@
+"""What every tool shares: expected errors become ToolError, calls are bounded, results carry a summary.
+
+In mcp 2.3 only a ``ToolError`` message reaches the model; any other exception is masked as "Error
+executing tool NAME" and logged with its traceback on stderr. So ``guard`` turns every ``InferctlError``
+(the project's "one actionable sentence" errors) into a ``ToolError`` with the same sentence, scrubbed of
+anything token-shaped, and bounds the call so no tool holds a client past its timeout.
+"""
+
+import functools
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
+
+import anyio
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
+
+from inferctl.errors import InferctlError
+
+log = logging.getLogger("inferctl.mcp")
+
+# Clients commonly give up on a call after ~60 s; stay well inside that.
+TOOL_TIMEOUT_S = 45.0
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_SECRET_PATTERNS = [
+    re.compile(r"hf_[A-Za-z0-9]{8,}"),  # Hugging Face tokens
+    re.compile(r"ya29\.[A-Za-z0-9._-]+"),  # Google OAuth access tokens
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+"),  # JWTs (ID tokens)
+]
+
+
+def scrub(text: str) -> str:
+    """Replace anything that looks like a credential; error text is written for people, not secrets."""
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(lambda m: (m.group(1) if m.re.groups else "") + "[redacted]", text)
+    return text
+
+
+def guard(timeout: float = TOOL_TIMEOUT_S) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """Decorate a tool: InferctlError -> ToolError (same sentence), and a hard time limit."""
+
+    def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(fn)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                with anyio.fail_after(timeout):
+                    return await fn(*args, **kwargs)
+            except InferctlError as exc:
+                raise ToolError(scrub(str(exc))) from None
+            except TimeoutError:
+                raise ToolError(f"{fn.__name__} did not finish within {timeout:.0f} s and was stopped; try a "
+                                "smaller request (fewer tokens, a shorter window) or check the target with "
+                                "get_status.") from None
+
+        return wrapper
+
+    return decorate
+
+
+async def in_thread(fn: Callable[[], R]) -> R:
+    """Run blocking work (Google clients, file scans, the simulator) off the event loop.
+
+    Abandoned on cancellation so the call's time limit holds even when the work itself cannot be stopped.
+    """
+    return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+
+
+async def resolve(name: str | None, model: str | None = None):
+    """A ``target`` argument -> Target: a configured name, 'local', a deployment profile, or an http(s) URL.
+
+    A URL target gets no credentials, so nothing secret is ever sent to an address the model chose.
+    Resolving a deployment profile asks Google Cloud where it runs (blocking), hence the thread.
+    """
+    from inferctl.config import resolve_target
+
+    name = (name or "").strip() or None
+    if name and name.startswith(("http://", "https://")):
+        return resolve_target(url=name, model=model)
+    return await in_thread(lambda: resolve_target(name, model=model))
+
+
+def result(model: BaseModel, summary: str) -> CallToolResult:
+    """Structured content (the pydantic model) plus a short markdown summary for the model to read.
+
+    The summary replaces the SDK's JSON mirror of the structured content, so the payload is not sent twice;
+    the compact JSON (no nulls) follows the summary for clients that ignore structured content.
+    """
+    compact = model.model_dump_json(exclude_none=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=summary.strip()), TextContent(type="text", text=compact)],
+        structured_content=model.model_dump(mode="json"),
+    )
+
+
+def fmt(value: Any, unit: str = "", digits: int = 1) -> str:
+    """A number for a summary line; '-' when unknown."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}{unit}"
+    return f"{value}{unit}"

@@ -1,0 +1,369 @@
+"""Tools about runs: start and poll a benchmark, list runs, plan a configuration, simulate a sweep.
+
+Run payloads stay compact (one line of headline numbers per cell); every number of a run is in its
+run directory and in the resource ``inferctl://runs/{run_id}/report``.
+"""
+
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult
+from pydantic import BaseModel, Field
+
+from inferctl.mcp.adapt import fmt, guard, in_thread, resolve, result
+from inferctl.mcp.policy import ToolSpec
+from inferctl.mcp.tools_observe import ModelArg, TargetArg
+from inferctl.ops.bench import RunInfo
+from inferctl.ops.plan import PlanReport
+
+RUN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$"  # an id, never a path
+RunArg = Annotated[str, Field(pattern=RUN_PATTERN, description="A run id from list_runs or start_benchmark "
+                              "('latest' = the newest), or a job id from start_benchmark.")]
+IntList = Annotated[list[Annotated[int, Field(ge=1, le=1_000_000)]], Field(min_length=1, max_length=16)]
+MAX_WAIT_S = 25
+
+
+class CellBrief(BaseModel):
+    """A cell's headline numbers (ms; throughput per second)."""
+
+    id: str
+    context: int
+    concurrency: int | None = None
+    rate: float | None = None
+    status: str
+    ok: int = 0
+    error_rate: float = 0.0
+    request_throughput: float = 0.0
+    output_throughput: float = 0.0
+    ttft_p50_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    e2e_p50_ms: float | None = None
+    reason: str | None = None
+
+
+class BenchmarkStatus(BaseModel):
+    """Progress and results of a benchmark (or any run)."""
+
+    run_id: str | None = Field(default=None, description="Run id (None until the job has created its run).")
+    job_id: str | None = Field(default=None, description="The background job, when started from MCP.")
+    status: str = Field(description="starting, running, complete, failed, interrupted.")
+    source: str | None = Field(default=None, description="measured, imported or simulated.")
+    target: str | None = None
+    model: str | None = None
+    cells_total: int | None = None
+    cells_done: int = 0
+    current_cell: str | None = None
+    error: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    cells: list[CellBrief] = Field(default_factory=list, description="Finished cells, in grid order.")
+    report_uri: str | None = Field(default=None, description="Resource with the full markdown report.")
+    next_step: str | None = None
+
+
+def brief(c) -> CellBrief:
+    m = c.metrics
+    return CellBrief(id=c.id, context=c.context, concurrency=c.concurrency, rate=c.rate, status=c.status, ok=m.ok,
+                     error_rate=m.error_rate, request_throughput=m.request_throughput,
+                     output_throughput=m.output_throughput, ttft_p50_ms=m.ttft.p50, ttft_p95_ms=m.ttft.p95,
+                     tpot_p50_ms=m.tpot.p50, e2e_p50_ms=m.e2e.p50, reason=c.reason or None)
+
+
+def _status_of(ref: str) -> BenchmarkStatus:
+    """Merge what the job file says (progress, errors) with what the run directory holds (results)."""
+    from inferctl.errors import ConfigError
+    from inferctl.mcp import jobs
+    from inferctl.ops import bench
+
+    job = jobs.find(ref)
+    run_ref = job.run_id if job else ref
+    out = BenchmarkStatus(status=job.status if job else "unknown", job_id=job.job_id if job else None)
+    if job:
+        out.target, out.cells_total, out.cells_done = job.target, job.cells_total, job.cells_done
+        out.current_cell, out.error, out.notes = job.current_cell, job.error, job.notes
+    if run_ref:
+        try:
+            detail = bench.show(run_ref)
+        except ConfigError:
+            if job is None:
+                raise
+        else:
+            meta = detail.meta
+            out.run_id, out.source, out.model = meta.run_id, meta.source, meta.model
+            out.target = out.target or meta.target.get("name")
+            out.cells = [brief(c) for c in detail.cells]
+            out.cells_done = max(out.cells_done, len(detail.cells))
+            if job is None:
+                out.status = meta.status
+                from inferctl.bench.spec import SweepSpec
+
+                try:
+                    out.cells_total = len(SweepSpec.model_validate(meta.grid).cells()) if meta.grid else None
+                except ValueError:
+                    out.cells_total = None
+            out.report_uri = f"inferctl://runs/{meta.run_id}/report"
+    if out.status in ("starting", "running"):
+        out.next_step = "Call get_benchmark_status again (wait_seconds up to 25) until complete."
+    elif out.status == "interrupted" and out.run_id:
+        out.next_step = f"Resume with start_benchmark(resume='{out.run_id}')."
+    elif out.status == "complete":
+        out.next_step = f"Read {out.report_uri}, or compare with another run."
+    return out
+
+
+def _summary(s: BenchmarkStatus) -> str:
+    head = (f"**{s.run_id or s.job_id}** {s.status}: {s.cells_done}/{s.cells_total or '?'} cells"
+            + (f", now {s.current_cell}" if s.current_cell else "") + (f" ({s.model})" if s.model else ""))
+    lines = [head]
+    if s.error:
+        lines.append(f"error: {s.error}")
+    if s.cells:
+        lines.append("| cell | status | req/s | out tok/s | TTFT p50 ms | TPOT p50 ms | errors |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for c in s.cells[-20:]:
+            lines.append(f"| {c.id} | {c.status} | {fmt(c.request_throughput, '', 2)} | "
+                         f"{fmt(c.output_throughput)} | {fmt(c.ttft_p50_ms)} | {fmt(c.tpot_p50_ms, '', 2)} | "
+                         f"{c.error_rate:.0%} |")
+    if s.next_step:
+        lines.append(s.next_step)
+    return "\n".join(lines)
+
+
+@guard()
+async def start_benchmark(
+    ctx: Context,
+    target: TargetArg = None,
+    model: ModelArg = None,
+    preset: Annotated[Literal["quick", "seed-grid"] | None, Field(
+        description="quick: 3 concurrencies x 2 contexts, minutes on a CPU. seed-grid: 1..2048 users x 13 "
+                    "contexts, hours on a GPU.")] = None,
+    concurrencies: Annotated[IntList | None, Field(description="Closed-loop users per cell, e.g. [1, 8, 64].")] = None,
+    contexts: Annotated[IntList | None, Field(description="Prompt lengths in tokens, e.g. [128, 1024].")] = None,
+    output_tokens: Annotated[int | None, Field(ge=1, le=16384, description="Output tokens per request.")] = None,
+    requests_per_cell: Annotated[int | None, Field(ge=1, le=100_000, description="Measured requests per "
+                                                   "cell (default 4 x concurrency, at least 20).")] = None,
+    api: Annotated[Literal["chat", "completions"], Field(description="Which OpenAI API to load.")] = "chat",
+    slos: Annotated[list[Annotated[str, Field(max_length=40)]] | None, Field(
+        max_length=4, description="Goodput SLOs like 'ttft_p95_ms=500', 'tpot_p50_ms=50'.")] = None,
+    resume: Annotated[str | None, Field(pattern=RUN_PATTERN, description="Finish the missing cells of this "
+                                        "interrupted run instead (grid and target come from the run).")] = None,
+) -> Annotated[CallToolResult, BenchmarkStatus]:
+    """Start a benchmark sweep (concurrency x context) in the background and return its run id at once.
+
+    The sweep runs in its own process and survives this server; results are saved cell by cell. Poll with
+    get_benchmark_status(run_id, wait_seconds=25) until status is complete, then read its report resource.
+    Puts real load on the target: on a production endpoint ask the user first.
+    """
+    ctx.mcp_server.policy.require("write", "start_benchmark")
+    from inferctl.mcp import jobs
+
+    grid: dict[str, Any] | None = None
+    name = (target or "").strip() or None
+    if resume:
+        if preset or concurrencies or contexts:
+            raise ToolError("Pass either resume or a grid (preset/concurrencies/contexts), not both.")
+    else:
+        from inferctl.cli.bench import _spec
+
+        if not (preset or concurrencies or contexts):
+            preset = "quick"
+        spec = _spec(preset=preset, concurrency=",".join(map(str, concurrencies)) if concurrencies else None,
+                     context=",".join(map(str, contexts)) if contexts else None, rate=None, max_concurrency=None,
+                     burstiness=1.0, output_tokens=output_tokens, natural_stop=False, api=api,
+                     requests=requests_per_cell, duration=None, warmup=None, seed=0, shared_prefix=0, slo=slos,
+                     error_threshold=0.5, timeout=600.0, workers="auto", transport="auto")
+        grid = spec.model_dump(mode="json")
+        t = await resolve(name, model)  # fail now, in this call, for an unknown target
+        name = name or t.name
+    busy = await in_thread(lambda: jobs.active_for(name))
+    if busy:
+        raise ToolError(f"A benchmark on target '{name}' is already running ({busy.run_id or busy.job_id}); poll it "
+                        "with get_benchmark_status, or wait for it to finish.")
+    job = await in_thread(lambda: jobs.start(name, grid, resume))
+    with anyio.move_on_after(20):  # the run id appears once the child has resolved the model and calibrated
+        while True:
+            status = await in_thread(lambda: _status_of(job.job_id))
+            if status.run_id or status.status in jobs.TERMINAL:
+                break
+            await anyio.sleep(0.25)
+    status = await in_thread(lambda: _status_of(job.job_id))
+    return result(status, _summary(status))
+
+
+@guard(timeout=40.0)
+async def get_benchmark_status(
+    run_id: RunArg,
+    wait_seconds: Annotated[int, Field(ge=0, le=MAX_WAIT_S, description="Wait up to this long for the next "
+                                       "finished cell before answering (0 = answer now).")] = 0,
+) -> Annotated[CallToolResult, BenchmarkStatus]:
+    """Progress and results of a benchmark started with start_benchmark, or of any stored run (measured,
+    imported or simulated): status, cells done/total, the cell running now, and each finished cell's
+    throughput, TTFT/TPOT/E2E p50, error rate. With wait_seconds it returns early when a cell finishes.
+    """
+    from inferctl.mcp import jobs
+
+    first = await in_thread(lambda: _status_of(run_id))
+    status = first
+    with anyio.move_on_after(wait_seconds):
+        while status.status not in jobs.TERMINAL and status.status in ("starting", "running") and \
+                status.cells_done == first.cells_done:
+            await anyio.sleep(0.5)
+            status = await in_thread(lambda: _status_of(run_id))
+    return result(status, _summary(status))
+
+
+class RunList(BaseModel):
+    root: str
+    total: int
+    runs: list[RunInfo] = Field(description="The newest runs, newest last.")
+
+
+@guard()
+async def list_runs(
+    limit: Annotated[int, Field(ge=1, le=200, description="How many of the newest runs.")] = 30,
+) -> Annotated[CallToolResult, RunList]:
+    """Stored runs (measured benchmarks, imported and simulated sweeps), newest last: id, source, status,
+    target, model, cells done. Next: get_benchmark_status(run_id) for results, or the report resource.
+    """
+    from inferctl.ops import bench
+
+    r = await in_thread(bench.list_all)
+    out = RunList(root=r.root, total=len(r.runs), runs=r.runs[-limit:])
+    lines = [f"**{out.total} runs** under {out.root}"]
+    lines += [f"- `{x.run_id}` {x.source} {x.status} {x.target or ''} {x.model or ''} "
+              f"{x.cells_done}/{x.cells_total or '?'} cells" for x in out.runs]
+    return result(out, "\n".join(lines))
+
+
+# -- planning -----------------------------------------------------------------------------------------
+
+ModelName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$",
+                                 description="Catalog model (gemma-4-12b, gemma-4-26b-moe...) or HF id.")]
+Accelerator = Annotated[str, Field(min_length=1, max_length=40, description="l4, rtx-pro-6000, a100-40, "
+                                   "a100-80, h100, h200, tpu-v5e, tpu-v6e, cpu.")]
+
+
+class ConfigArgs(BaseModel):
+    """The serving configuration arguments plan_serving and simulate_sweep share."""
+
+    model: str | None
+    accelerator: str
+    count: int
+    quant: str
+    kv_dtype: str
+    max_model_len: int | None
+    speculative: str | None
+    price_per_hour: float | None
+    profile: str | None
+
+
+def _config(a: ConfigArgs):
+    from inferctl.errors import ConfigError
+    from inferctl.plan.config import ServingConfig, parse_speculative
+
+    if a.profile:
+        from inferctl.cloud.profiles import load_profile
+        from inferctl.cloud.serve import serving_config
+
+        return serving_config(load_profile(a.profile)).model_copy(update={"price_per_device_hour": a.price_per_hour})
+    if not a.model:
+        raise ConfigError("Name a model (e.g. gemma-4-12b) or a deployment profile.")
+    return ServingConfig(model=a.model, accelerator=a.accelerator, count=a.count, quant=a.quant, kv_dtype=a.kv_dtype,
+                         max_model_len=a.max_model_len, speculative=parse_speculative(a.speculative),
+                         price_per_device_hour=a.price_per_hour)
+
+
+Count = Annotated[int, Field(ge=1, le=64, description="Devices (tensor parallel across them).")]
+Quant = Annotated[Literal["bf16", "fp8", "w4a16"], Field(description="Weight format (w4a16 = QAT/int4).")]
+KvDtype = Annotated[Literal["auto", "fp8"], Field(description="KV-cache dtype.")]
+MaxLen = Annotated[int | None, Field(ge=16, le=2_000_000, description="Context length (default: the model's).")]
+Speculative = Annotated[str | None, Field(max_length=60, description="mtp[:N], ngram[:N] or off.")]
+Price = Annotated[float | None, Field(ge=0, le=10_000, description="USD per device-hour, for cost per token.")]
+Profile = Annotated[str | None, Field(max_length=100, description="A deployment profile instead of the fields "
+                                      "above (see list_targets).")]
+
+
+@guard()
+async def plan_serving(
+    model: Annotated[ModelName | None, Field(description="Catalog model or HF id (or give profile).")] = None,
+    accelerator: Accelerator = "l4",
+    count: Count = 1,
+    quant: Quant = "bf16",
+    kv_dtype: KvDtype = "auto",
+    max_model_len: MaxLen = None,
+    speculative: Speculative = None,
+    price_per_hour: Price = None,
+    profile: Profile = None,
+    context: Annotated[int, Field(ge=1, le=2_000_000, description="Prompt tokens for the speed estimate.")] = 1024,
+    output_tokens: Annotated[int, Field(ge=1, le=65536, description="Output tokens for the estimate.")] = 256,
+) -> Annotated[CallToolResult, PlanReport]:
+    """Before spending money: will this model fit this hardware, how much KV cache, how many concurrent users
+    at a context, predicted TTFT/TPOT/throughput, and cost per million tokens (with price_per_hour). When it
+    does not fit, lists changes that would (fp8/w4a16 weights, fp8 KV, more devices, shorter context).
+    """
+    from inferctl.ops.plan import plan
+
+    args = ConfigArgs(model=model, accelerator=accelerator, count=count, quant=quant, kv_dtype=kv_dtype,
+                      max_model_len=max_model_len, speculative=speculative, price_per_hour=price_per_hour,
+                      profile=profile)
+    r = await in_thread(lambda: plan(_config(args), context=context, output_tokens=output_tokens))
+    kv = r.memory.kv
+    lines = [f"**{'FITS' if r.fits else 'DOES NOT FIT'}**: KV cache {fmt(kv.kv_cache_tokens)} tokens, max "
+             f"concurrency at full context {fmt(kv.max_concurrency, 'x', 2)}"]
+    lines += [f"- users {p.concurrency} @ {p.context}: {fmt(p.output_throughput)} out tok/s, TTFT p50 "
+              f"{fmt(p.ttft_p50_ms)} ms, TPOT p50 {fmt(p.tpot_p50_ms, '', 2)} ms, $/M out tokens "
+              f"{fmt(p.cost_per_million_output_tokens, '', 3)}" for p in r.performance]
+    lines += [f"- fix: {s.change} ({s.flags})" for s in r.suggestions]
+    lines += [f"note: {n}" for n in r.notes]
+    return result(r, "\n".join(lines))
+
+
+@guard()
+async def simulate_sweep(
+    model: Annotated[ModelName | None, Field(description="Catalog model or HF id (or give profile).")] = None,
+    accelerator: Accelerator = "l4",
+    count: Count = 1,
+    quant: Quant = "bf16",
+    kv_dtype: KvDtype = "auto",
+    max_model_len: MaxLen = None,
+    speculative: Speculative = None,
+    price_per_hour: Price = None,
+    profile: Profile = None,
+    concurrencies: Annotated[IntList | None, Field(description="Users per cell (default [1,2,4,...,256]).")] = None,
+    contexts: Annotated[IntList | None, Field(description="Prompt lengths (default [128, 1024]).")] = None,
+    output_tokens: Annotated[int, Field(ge=1, le=16384, description="Output tokens per request.")] = 128,
+) -> Annotated[CallToolResult, BenchmarkStatus]:
+    """Predict a benchmark sweep on hardware you do not have, with the planner's simulator, and store it as a
+    run (source: simulated) that reports and comparisons read like a measured one. Seconds, no load anywhere.
+    """
+    from inferctl.cli.bench import _spec
+    from inferctl.ops.simulate import simulate
+
+    args = ConfigArgs(model=model, accelerator=accelerator, count=count, quant=quant, kv_dtype=kv_dtype,
+                      max_model_len=max_model_len, speculative=speculative, price_per_hour=price_per_hour,
+                      profile=profile)
+    conc = ",".join(map(str, concurrencies or [2**i for i in range(9)]))
+    ctxs = ",".join(map(str, contexts or [128, 1024]))
+
+    def go():
+        spec = _spec(preset=None, concurrency=conc, context=ctxs, rate=None, max_concurrency=None, burstiness=1.0,
+                     output_tokens=output_tokens, natural_stop=False, api="chat", requests=None, duration=None,
+                     warmup=None, seed=0, shared_prefix=0, slo=None, error_threshold=0.5, timeout=600.0, workers=1,
+                     transport="auto")
+        summary = simulate(_config(args), spec, command=["inferctl", "mcp", "simulate_sweep"])
+        return _status_of(summary.run_id)
+
+    status = await in_thread(go)
+    return result(status, _summary(status))
+
+
+def tools() -> list[ToolSpec]:
+    return [
+        ToolSpec(start_benchmark, "write", False, True, "Start a benchmark sweep"),
+        ToolSpec(get_benchmark_status, "read", True, False, "Benchmark progress and results"),
+        ToolSpec(list_runs, "read", True, False, "List runs"),
+        ToolSpec(plan_serving, "read", True, False, "Plan a serving configuration"),
+        ToolSpec(simulate_sweep, "read", False, False, "Simulate a sweep", writes_local_store=True),
+    ]
