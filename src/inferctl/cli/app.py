@@ -51,6 +51,9 @@ def _register() -> None:
     from inferctl.cli import plan
 
     plan.register(app)
+    from inferctl.cli import report
+
+    report.register(app)
     from inferctl.cli import mcp
 
     mcp.register(app)

@@ -71,6 +71,7 @@ class Comparison(BaseModel):
     cells: list[CellComparison] = Field(default_factory=list)
     unmatched: dict[str, list[str]] = Field(default_factory=dict, description="label -> cells no other run has.")
     verdicts: list[Verdict] = Field(default_factory=list)
+    client_bound: dict[str, int] = Field(default_factory=dict, description="label -> client-bound matched cells.")
     summary: list[str] = Field(default_factory=list, description="Headline statements.")
 
 
@@ -101,6 +102,10 @@ def config_differences(runs: list[Run]) -> dict[str, list[str | None]]:
         f = {k: v for k, v in _flat(m).items()
              if k in _CONFIG_FIELDS or k.startswith(("engine.cache_config.", "engine.speculative"))}
         f["hardware"] = hardware_label(r.meta)
+        # Runs do not record every engine flag; spec decode shows in the server's counters, so say it from those.
+        acc = [c.server["spec_decode_acceptance_rate"] for c in r.cells
+               if c.server.get("spec_decode_acceptance_rate") is not None]
+        f["spec decode (observed)"] = f"on, mean acceptance {sum(acc) / len(acc) * 100:.0f}%" if acc else "off"
         flats.append(f)
     keys = sorted({k for f in flats for k in f} - set(_VOLATILE))
     out: dict[str, list[str | None]] = {}
@@ -135,6 +140,10 @@ def _signed(d: float) -> str:
 
 def _load_text(kind: str, load: float) -> str:
     return f"r={load:g}/s" if kind == "rate" else f"c={load:g}"
+
+
+def _span(kind: str, loads: list[float]) -> str:
+    return _load_text(kind, loads[0]) if len(loads) == 1 else f"{_load_text(kind, loads[0])}–{loads[-1]:g}"
 
 
 def _runs_of(items: list[tuple[float, str, float]], kind: str) -> list[str]:
@@ -174,8 +183,8 @@ def _verdict(label: str, key: str, cmp: list[CellComparison], idx: int, tie: flo
         low = [d for c, d in pts if c.load <= mid]
         high = [d for c, d in pts if c.load > mid]
         v.statements.append(f"{m.label} by load: {_signed(statistics.median(low))} at low load "
-                            f"({_load_text(kind, loads[0])}–{mid:g}), {_signed(statistics.median(high))} at high "
-                            f"load ({_load_text(kind, loads[(len(loads) - 1) // 2 + 1])}–{loads[-1]:g}).")
+                            f"({_span(kind, [x for x in loads if x <= mid])}), {_signed(statistics.median(high))} "
+                            f"at high load ({_span(kind, [x for x in loads if x > mid])}).")
     if len(ctxs) >= 2:
         short = [d for c, d in pts if c.context == ctxs[0]]
         long_ = [d for c, d in pts if c.context == ctxs[-1]]
@@ -218,6 +227,10 @@ def compare(runs: list[Run], labels: list[str] | None = None, metrics: list[str]
             deltas={k: [None] + [_delta(v, vals[0]) for v in vals[1:]] for k, vals in values.items()},
             winners={k: _winner(vals, labels, METRICS[k].higher_is_better, tie_threshold)
                      for k, vals in values.items()}))
+    for i, lab in enumerate(labels):
+        n = sum(1 for key in common if by_key[i][key].client.client_bound)
+        if n:
+            out.client_bound[lab] = n
     for idx, lab in enumerate(labels[1:], start=1):
         for k in keys:
             v = _verdict(lab, k, out.cells, idx, tie_threshold)
@@ -232,9 +245,12 @@ def _summary(cmp: Comparison) -> list[str]:
     if not cmp.cells:
         lines.append("No cells match between these runs (different contexts or loads); nothing to compare.")
         return lines
+    if cmp.client_bound:
+        lines.append("Caution: the load generator limited some cells (" + "; ".join(
+            f"{k}: {n}" for k, n in cmp.client_bound.items()) + "), so small differences there may be the client's.")
     for v in cmp.verdicts:
         if v.metric in HEADLINE:
-            lines.append(v.statements[0] + (" " + v.statements[1] if len(v.statements) > 1 else ""))
+            lines.append(v.statements[0])
     for k in ("output_throughput", "ttft_p95"):
         if k not in cmp.metrics:
             continue
