@@ -50,7 +50,7 @@ class SweepSpec(BaseModel):
     timeout: float = Field(default=600.0, description="Per-request timeout, seconds (a stall counts).")
     workers: int | Literal["auto"] = Field(
         default="auto", description="Load-generator processes; auto: by load (≈128 streams or 150 req/s each, "
-                                    "≤ CPU count), raised after a client-bound cell.")
+                                    "≤ usable cores), raised after a client-bound cell.")
     transport: Literal["auto", "raw", "aiohttp", "httpx"] = "auto"
 
     def cells(self) -> list[CellSpec]:

@@ -12,7 +12,6 @@ records count (store.py). So a killed sweep loses at most its requests in flight
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -26,6 +25,7 @@ from inferctl.bench.spec import CellSpec, SweepSpec
 from inferctl.bench.stats import aggregate
 from inferctl.bench.store import CellResult, RunDir, RunMeta
 from inferctl.bench.transport import make_transport
+from inferctl.bench.workers import usable_cpus
 from inferctl.server.client import VLLMClient
 
 AUTO_ESCALATE_CPU = 0.7  # --workers auto adds processes after a client-bound cell this busy (per process)
@@ -193,10 +193,10 @@ class Sweep:
         if result.client.client_bound:
             self.reporter.note(f"{cell.id}: client-bound ({'; '.join(result.client.reasons)})")
             cpu = result.client.cpu_fraction or 0.0
-            if spec.workers == "auto" and cpu >= AUTO_ESCALATE_CPU and run.workers < (os.cpu_count() or 1):
+            if spec.workers == "auto" and cpu >= AUTO_ESCALATE_CPU and run.workers < usable_cpus():
                 # Our own loops were busy (not merely starved by other processes on the host): one
                 # loop (or these many) could not keep up, so the following cells get more processes.
-                self._auto_floor = min(os.cpu_count() or 1, 2 * run.workers)
+                self._auto_floor = min(usable_cpus(), 2 * run.workers)
                 self.reporter.note(f"--workers auto: next cells use at least {self._auto_floor} processes")
         return result
 

@@ -34,7 +34,7 @@ ThresholdOpt = Annotated[float, typer.Option("--error-threshold", help="A row st
                                              "higher error rate (0..1).")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Per-request timeout in seconds (stalls count).")]
 WorkersOpt = Annotated[str, typer.Option("--workers", help="Load-generator processes: N, or auto (one per ~128 "
-                                          "streams or ~150 req/s, at most one per core; more after a client-bound "
+                                          "streams or ~150 req/s, at most one per idle core; more after a client-bound "
                                           "cell).")]
 TransportOpt = Annotated[str, typer.Option("--transport", help="auto (= raw), raw, aiohttp or httpx.", hidden=True)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress; print the run directory at the end.")]
