@@ -31,6 +31,11 @@ ModelArg = Annotated[
     str | None,
     Field(max_length=300, description="Served model name; default: the first one served."),
 ]
+NamedTargetArg = Annotated[
+    str | None,
+    Field(max_length=300, description="A target name from list_targets ('local', a configured target, or a "
+          "deployment profile); URLs have no logs. Default: the configured default target, else 'local'."),
+]
 SinceArg = Annotated[str, Field(max_length=16, pattern=r"^\d+[smhd]$", description="How far back: 30m, 1h, 2d.")]
 
 
@@ -219,7 +224,7 @@ async def query_model(
 
 @guard()
 async def fetch_logs(
-    target: TargetArg = None,
+    target: NamedTargetArg = None,
     since: SinceArg = "1h",
     severity: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] | None,
                         Field(description="Lowest severity to include.")] = None,
@@ -238,7 +243,7 @@ async def fetch_logs(
 
 @guard(timeout=55.0)
 async def analyze_logs(
-    target: TargetArg = None,
+    target: NamedTargetArg = None,
     since: SinceArg = "1h",
     limit: Annotated[int, Field(ge=1, le=2000, description="Log lines to read.")] = 500,
     ask_target: Annotated[str | None, Field(max_length=300, description="Whose model writes the summary "
@@ -261,7 +266,7 @@ async def analyze_logs(
 @guard(timeout=55.0)
 async def suggest_remediation(
     error: Annotated[str, Field(min_length=1, max_length=20_000, description="The error text or log excerpt.")],
-    target: TargetArg = None,
+    target: NamedTargetArg = None,
 ) -> Annotated[CallToolResult, Remediation]:
     """A remediation plan (at most 3 steps) for one error from a vLLM deployment: known causes matched from a
     table of real failures (OOM, KV too small, GPU quota, gated HF repo, probes...) plus the served model's
