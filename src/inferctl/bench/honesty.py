@@ -44,10 +44,9 @@ def assess(run: CellRun, records: Sequence[RequestRecord], metrics: CellMetrics,
     if h.loop_lag.p99 is not None and h.loop_lag.p99 > LOOP_LAG_P99_MS:
         ttft50 = metrics.ttft.p50 or 0.0
         if h.loop_lag.p99 > 0.1 * ttft50:  # only matters when it is a visible share of the TTFT
-            why = f"event loop lagged {h.loop_lag.p99:.1f} ms at p99 (TTFT p50 {ttft50:.1f} ms)"
+            why = f"loop lag p99 {h.loop_lag.p99:.1f} ms (TTFT p50 {ttft50:.1f} ms)"
             if h.cpu_fraction is not None and h.cpu_fraction < 0.5:
-                why += (f"; the load generator itself used only {h.cpu_fraction:.0%} of a core, so other "
-                        "processes on this host delayed it")
+                why += f" at {h.cpu_fraction:.0%} client CPU: other processes on this host delayed it"
             reasons.append(why)
     # With a concurrency cap, waiting for a slot is expected queueing, not client lag.
     if rate is not None and not concurrency and h.send_lag.p50 is not None and h.send_lag.p50 > SEND_LAG_P50_MS:

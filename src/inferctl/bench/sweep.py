@@ -191,7 +191,7 @@ class Sweep:
         if run.aborted:
             result.status, result.reason = "aborted", run.aborted
         if result.client.client_bound:
-            self.reporter.note(f"{cell.id}: client-bound ({'; '.join(result.client.reasons)})")
+            self.reporter.note(f"{cell.id} client-bound: {'; '.join(result.client.reasons)}")
             cpu = result.client.cpu_fraction or 0.0
             if spec.workers == "auto" and cpu >= AUTO_ESCALATE_CPU and run.workers < usable_cpus():
                 # Our own loops were busy (not merely starved by other processes on the host): one
