@@ -77,7 +77,10 @@ def _add_panel(fig, p: Panel, r: int, c: int, xlabel: str, first: bool) -> None:
             line={"color": PALETTE[ln.color % len(PALETTE)], "dash": "dash" if ln.dash else "solid"},
             hovertemplate=f"{_esc(ln.name)}<br>{xlabel.split(' (')[0]} %{{x}}<br>{_esc(p.title)} %{{y:.4g}} "
                           f"{_esc(p.ylabel)}<extra></extra>"), row=r, col=c)
-    fig.update_xaxes(type="log" if p.logx else "linear", title_text=xlabel, row=r, col=c)
+    ticks = sorted({x for ln in p.lines for x in ln.x if x > 0})
+    # the grid's own loads as ticks: a log axis would otherwise label 1.5, 2.5... that were never measured
+    fig.update_xaxes(type="log" if p.logx else "linear", title_text=xlabel, tickvals=ticks,
+                     ticktext=[f"{t:g}" for t in ticks], row=r, col=c)
     fig.update_yaxes(type="log" if p.logy else "linear", title_text=p.ylabel, row=r, col=c)
 
 
