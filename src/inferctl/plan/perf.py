@@ -3,7 +3,8 @@
 One vLLM step runs every scheduled token through the model once. Its time is
 
     max(FLOPs / (peak x compute_efficiency), bytes / (bandwidth x bw_efficiency))
-      + step_overhead + per_seq_overhead x sequences + tensor-parallel all-reduces + drafting
+      + step_overhead + per_seq_overhead x sequences + per_token x tokens + tensor-parallel all-reduces
+      + drafting
 
 * bytes: the weights once per step (MoE: only the experts some token was routed to), the LM head
   (tied embeddings, read whenever a sequence samples), the KV every sequence attends to (sliding
@@ -43,6 +44,10 @@ class PerfParams(BaseModel):
     request_overhead_ms: float = Field(
         default=0.0, ge=0, description="Per request before it is scheduled (HTTP, tokenization), ms."
     )
+    per_token_us: float = Field(
+        default=0.0, ge=0, description="Per scheduled token, microseconds: work that scales with tokens but not "
+        "with model size (input preparation, CPU attention kernels); near 0 on GPUs, large on the CPU build."
+    )
 
     @classmethod
     def prior(cls, r: Resolved) -> PerfParams:
@@ -50,7 +55,8 @@ class PerfParams(BaseModel):
         a = r.accelerator
         return cls(bw_efficiency=a.bw_efficiency, compute_efficiency=a.compute_efficiency,
                    step_overhead_ms=a.step_overhead_ms, per_seq_overhead_ms=0.02 if a.kind != "cpu" else 0.5,
-                   request_overhead_ms=1.0 if a.kind != "cpu" else 5.0)  # fmt: skip
+                   request_overhead_ms=1.0 if a.kind != "cpu" else 5.0,
+                   per_token_us=0.5 if a.kind != "cpu" else 20.0)  # fmt: skip
 
 
 def acceptance_length(acceptance: list[float], k: int) -> float:
@@ -159,6 +165,7 @@ class StepModel:
         t = max(flops / self.peak, nbytes / self.bw)
         p = self.params
         t += p.step_overhead_ms / 1000 + p.per_seq_overhead_ms / 1000 * (decode_seqs + prefill_seqs)
+        t += p.per_token_us * 1e-6 * tokens
         if self.tp > 1:
             t += tokens * self.comm_bytes_per_token / self.link + self.comm_latency
         if self.spec_k and decode_seqs:

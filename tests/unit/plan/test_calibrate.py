@@ -17,7 +17,7 @@ CFG = ServingConfig(model="gemma-4-e2b", accelerator="l4", max_model_len=4096, m
 SPEC = SweepSpec(contexts=[128, 1024], concurrencies=[1, 4, 16], output_tokens=32, requests=16,
                  warmup=2).validate_grid()
 TRUTH = PerfParams(bw_efficiency=0.35, compute_efficiency=0.2, step_overhead_ms=9.0, per_seq_overhead_ms=0.4,
-                   request_overhead_ms=12.0)
+                   request_overhead_ms=12.0, per_token_us=3.0)
 
 
 def test_nelder_mead_finds_a_quadratic_minimum():
@@ -35,12 +35,16 @@ def test_fit_recovers_a_known_profile():
     measured = [simulate_cell(truth, SPEC, c)[0] for c in SPEC.cells()]
     prior = PerfParams.prior(resolved)
     _, prior_err = score(engine_for, prior, SPEC, measured)
-    fitted = fit(engine_for, SPEC, measured, prior)
+    fitted = fit(engine_for, SPEC, measured, prior, prior_weight=0.0)  # data only: recovers the truth
     _, err = score(engine_for, fitted, SPEC, measured)
     for metric in ("request_throughput", "output_throughput", "ttft_p50", "tpot_p50"):
         assert err[metric].mape < 5.0, (metric, err[metric], fitted)
         assert err[metric].mape <= prior_err[metric].mape
     assert prior_err["tpot_p50"].mape > 30  # the priors were far off: the fit did the work
+    # With the default pull towards the priors the fit is a little biased, still far better than the priors.
+    _, err_reg = score(engine_for, fit(engine_for, SPEC, measured, prior), SPEC, measured)
+    for metric in ("request_throughput", "ttft_p50", "tpot_p50"):
+        assert err_reg[metric].mape < min(15.0, prior_err[metric].mape), (metric, err_reg[metric])
 
 
 def test_load_params_reads_calibration_output(tmp_path):
