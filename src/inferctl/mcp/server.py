@@ -4,8 +4,9 @@
     serve_stdio(policy)                       # what `inferctl mcp` runs
     serve_http(policy, host, port, token)     # `inferctl mcp --http`: streamable HTTP, bearer-token guarded
 
-Tools live in tools_observe (endpoints), tools_runs (benchmarks, runs, planning) and tools_cloud (Google
-Cloud); policy.py says which are listed. Nothing here writes to stdout: on stdio, stdout is the wire.
+Tools live in tools_observe (endpoints), tools_runs (benchmarks, runs, planning), tools_reports (report,
+compare, cost) and tools_cloud (Google Cloud); policy.py says which are listed. Nothing here writes to
+stdout: on stdio, stdout is the wire.
 """
 
 import json
@@ -44,14 +45,9 @@ class InferctlServer(MCPServer):
 
 def all_tools() -> list[ToolSpec]:
     """Every tool inferctl has, whatever the policy (docs and tests use this)."""
-    from inferctl.mcp import tools_cloud, tools_observe, tools_runs
+    from inferctl.mcp import tools_cloud, tools_observe, tools_reports, tools_runs
 
-    specs = [*tools_observe.tools(), *tools_runs.tools(), *tools_cloud.tools()]
-    try:
-        from inferctl.mcp import tools_reports
-    except ImportError:  # the reports tools need ops/report, compare and cost (issue 4)
-        return specs
-    return [*specs, *tools_reports.tools()]
+    return [*tools_observe.tools(), *tools_runs.tools(), *tools_reports.tools(), *tools_cloud.tools()]
 
 
 def build_server(policy: Policy | None = None) -> InferctlServer:
@@ -87,27 +83,16 @@ def metrics_doc() -> str:
 
 
 def run_report(run_id: str) -> str:
-    """A run as markdown: the report module's when it exists, else a table of every finished cell."""
+    """A run as markdown (report.md, written next to the run by ``ops.report``)."""
     if not RUN_ID.match(run_id):
         raise ResourceNotFoundError(f"No run '{run_id}'.")
-    try:
-        from inferctl.ops import report  # issue 4
-
-        return report.markdown_report(run_id)
-    except ImportError:
-        pass
-    except AttributeError:
-        pass
-    except InferctlError as exc:
-        raise ResourceNotFoundError(str(exc)) from None
-    from inferctl.mcp.tools_runs import _status_of, _summary
+    from inferctl.ops.report import report
 
     try:
-        status = _status_of(run_id)
+        written = report(run_id, png=False, html=False)
     except InferctlError as exc:
         raise ResourceNotFoundError(str(exc)) from None
-    meta = f"source {status.source}, target {status.target}, model {status.model}"
-    return f"# Run {status.run_id}\n\n{meta}\n\n" + _summary(status.model_copy(update={"next_step": None}))
+    return Path(written.markdown).read_text(encoding="utf-8")
 
 
 def _resources(server: MCPServer) -> None:
@@ -177,11 +162,11 @@ def _prompts(server: MCPServer) -> None:
         """Compare two runs (e.g. MTP on vs off, QAT vs bf16, L4 vs RTX PRO 6000) cell by cell."""
         which = f"runs '{run_a}' and '{run_b}'" if run_a and run_b else "the two most relevant runs from list_runs"
         return (f"Compare {which} with inferctl.\n"
-                "1. get_benchmark_status for each run (or compare_runs when available) to get per-cell throughput, "
-                "TTFT, TPOT and error rates.\n"
+                "1. compare_runs on the two runs: per-cell throughput, TTFT, TPOT, error rates and verdicts; "
+                "get_run_report on each for its saturation point and SLO capacity.\n"
                 "2. Say where each configuration wins: low concurrency vs high, short vs long context.\n"
-                "3. If the runs measured different hardware, include cost per million tokens (estimate_cost when "
-                "available, else plan_serving with price_per_hour).\n"
+                "3. If the runs measured different hardware, include cost per million tokens (estimate_cost "
+                "with both run ids).\n"
                 "Answer with a short table of the decisive cells and a recommendation; flag any cell with errors or a "
                 "client-bound load generator as unreliable.")
 

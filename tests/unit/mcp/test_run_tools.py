@@ -1,0 +1,116 @@
+"""Runs through MCP: plan, simulate, list, poll, report, compare, cost, the report resource, and a background
+benchmark against the fake vLLM that survives its own call."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from tests.fakes.fake_vllm import FakeConfig, FakeVLLM
+from tests.unit.mcp.conftest import client, text
+
+pytestmark = pytest.mark.anyio
+SMALL = {"model": "gemma-4-12b", "quant": "w4a16", "concurrencies": [1, 8], "contexts": [128],
+         "output_tokens": 32}
+
+
+async def test_plan_fits_and_suggests_fixes():
+    async with client() as c:
+        fits = await c.call_tool("plan_serving", {"model": "gemma-4-12b", "accelerator": "l4", "quant": "w4a16",
+                                                  "context": 2048, "price_per_hour": 0.9})
+        assert not fits.is_error, text(fits)
+        assert fits.structured_content["fits"] is True and fits.structured_content["performance"]
+        assert "FITS" in fits.content[0].text
+        too_big = await c.call_tool("plan_serving", {"model": "gemma-4-31b", "accelerator": "l4"})
+        assert not too_big.is_error, text(too_big)
+        assert too_big.structured_content["fits"] is False and too_big.structured_content["suggestions"]
+        unknown = await c.call_tool("plan_serving", {"model": "no-such-model", "accelerator": "l4"})
+        assert unknown.is_error and "no-such-model" in text(unknown)
+        path = await c.call_tool("plan_serving", {"model": "/etc/passwd"})
+        assert path.is_error and "validation error" in text(path)
+
+
+async def test_simulated_runs_list_poll_report_compare_and_cost():
+    async with client() as c:
+        a = await c.call_tool("simulate_sweep", {**SMALL, "accelerator": "l4"})
+        assert not a.is_error, text(a)
+        b = await c.call_tool("simulate_sweep", {**SMALL, "accelerator": "rtx-pro-6000"})
+        run_a, run_b = a.structured_content["run_id"], b.structured_content["run_id"]
+        assert a.structured_content["status"] == "complete" and len(a.structured_content["cells"]) == 2
+        assert a.structured_content["source"] == "simulated"
+
+        runs = await c.call_tool("list_runs", {})
+        assert {run_a, run_b} <= {r["run_id"] for r in runs.structured_content["runs"]}
+        status = await c.call_tool("get_benchmark_status", {"run_id": run_a})
+        assert status.structured_content["cells_done"] == 2 and "| cell |" in status.content[0].text
+
+        report = await c.call_tool("get_run_report", {"run_id": run_a, "write_html": False})
+        assert not report.is_error, text(report)
+        assert report.structured_content["findings"]["rows"]
+        resource = await c.read_resource(f"inferctl://runs/{run_a}/report")
+        assert run_a in resource.contents[0].text
+
+        cmp = await c.call_tool("compare_runs", {"run_ids": [run_a, run_b], "labels": ["l4", "rtx"]})
+        assert not cmp.is_error, text(cmp)
+        assert len(cmp.structured_content["comparison"]["cells"]) == 2
+
+        cost = await c.call_tool("estimate_cost", {"run_ids": [run_a], "price_per_hour": 0.9})
+        assert not cost.is_error, text(cost)
+        assert cost.structured_content["result"]["monthly"]["always_on_usd"] == pytest.approx(0.9 * 730, rel=0.01)
+        ranked = await c.call_tool("estimate_cost", {"run_ids": [run_a, run_b], "hardware": ["cloudrun-l4",
+                                                                                            "cloudrun-rtx-pro-6000"]})
+        assert not ranked.is_error, text(ranked)
+        assert len(ranked.structured_content["ranking"]["entries"]) == 2
+
+        missing = await c.call_tool("get_benchmark_status", {"run_id": "no-such-run"})
+        assert missing.is_error and "No run 'no-such-run'" in text(missing)
+        traversal = await c.call_tool("get_benchmark_status", {"run_id": "../../etc"})
+        assert traversal.is_error and "validation error" in text(traversal)
+
+
+async def test_resources_and_prompts():
+    async with client() as c:
+        uris = {str(r.uri) for r in (await c.list_resources()).resources}
+        assert {"inferctl://docs/metrics", "inferctl://profiles"} <= uris
+        templates = {t.uri_template for t in (await c.list_resource_templates()).resource_templates}
+        assert "inferctl://runs/{run_id}/report" in templates and "inferctl://profiles/{name}" in templates
+        doc = await c.read_resource("inferctl://docs/metrics")
+        assert "TTFT" in doc.contents[0].text
+        profile = await c.read_resource("inferctl://profiles/cloudrun-l4-12b-qat")
+        assert "serve_command" in profile.contents[0].text
+        prompts = {p.name for p in (await c.list_prompts()).prompts}
+        assert prompts == {"triage_incident", "choose_hardware", "compare_configurations"}
+        triage = await c.get_prompt("triage_incident", {"target": "cloudrun-l4-12b-qat"})
+        assert "analyze_logs(target='cloudrun-l4-12b-qat'" in triage.messages[0].content.text
+
+
+async def test_background_benchmark_returns_a_run_id_then_polls_to_complete(isolated):
+    with FakeVLLM(FakeConfig(model="fake-model", ttft_ms=2, itl_ms=1, instant=True)) as fake:
+        (isolated / "config.toml").write_text(f'[targets.fake]\nurl = "{fake.url}"\n', encoding="utf-8")
+        async with client(allow_write=True) as c:
+            started = await c.call_tool("start_benchmark", {"target": "fake", "concurrencies": [1, 2],
+                                                            "contexts": [16], "output_tokens": 4,
+                                                            "requests_per_cell": 4})
+            assert not started.is_error, text(started)
+            run_id = started.structured_content["run_id"]
+            assert run_id and started.structured_content["status"] in ("running", "complete")
+            if started.structured_content["status"] == "running":  # one sweep per target at a time
+                again = await c.call_tool("start_benchmark", {"target": "fake", "contexts": [16]})
+                assert again.is_error and "already running" in text(again)
+            with anyio.fail_after(120):
+                while True:
+                    status = await c.call_tool("get_benchmark_status", {"run_id": run_id, "wait_seconds": 5})
+                    assert not status.is_error, text(status)
+                    if status.structured_content["status"] in ("complete", "failed", "interrupted"):
+                        break
+        out = status.structured_content
+        assert out["status"] == "complete", out
+        assert out["cells_done"] == 2 and all(cell["ok"] >= 4 for cell in out["cells"])
+        assert out["job_id"].startswith("job-")
+
+
+async def test_benchmark_start_fails_fast_for_an_unknown_target():
+    async with client(allow_write=True) as c:
+        r = await c.call_tool("start_benchmark", {"target": "nope"})
+        assert r.is_error and "Unknown target 'nope'" in text(r)
+        r = await c.call_tool("start_benchmark", {"target": "local", "concurrencies": [0]})
+        assert r.is_error and "validation error" in text(r)
