@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.fakes.fake_vllm import FakeConfig, FakeVLLM, ServerThread, free_port, html_app
 from typer.testing import CliRunner
 
 from inferctl.cli.app import app
 from inferctl.local.state import state_file
-from tests.fakes.fake_vllm import FakeConfig, FakeVLLM, ServerThread, free_port, html_app
 
 
 @pytest.fixture(autouse=True)
