@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.inferctl-installed
 
-.PHONY: venv demo test lint unit integration clean
+.PHONY: venv demo test lint unit integration clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,15 @@ unit: venv
 integration: venv
 	$(BIN)/python -m pytest tests/integration
 
-test: lint
+# The report's browser test needs Chromium: install Debian's when apt can; otherwise the test skips and says why.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  (command -v apt-get >/dev/null 2>&1 && export DEBIAN_FRONTEND=noninteractive && \
+	   (apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1))) || \
+	  echo "note: could not install chromium; the report's browser test will be skipped"
+
+test: lint chromium
 	$(BIN)/python -m pytest
 
 demo: venv
@@ -36,6 +44,8 @@ demo: venv
 	$(BIN)/inferctl models
 	$(BIN)/inferctl memory
 	$(BIN)/inferctl query "Write a haiku about GPUs." --stats --max-tokens 48
+	$(BIN)/inferctl bench sweep --preset quick
+	$(BIN)/inferctl report latest
 	@echo
 	@echo "The local engine is still running: try 'inferctl --help', or stop it with '$(BIN)/inferctl local down'."
 
