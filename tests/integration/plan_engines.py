@@ -8,7 +8,6 @@ shapes with the tiny-model builder's own recipe, so vLLM walks the same Gemma 4 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -78,23 +77,12 @@ def free_port() -> int:
 
 
 def build_variant(dest: Path, overrides: dict[str, Any]) -> Path:
-    """A copy of the tiny checkpoint with ``overrides`` applied to config.json and matching weights.
-
-    Uses the builder's private recipe (``_weights``, ``_write_safetensors``): tinymodel.py has no size
-    parameter yet (asked for in the issue-6 report).
-    """
+    """The tiny checkpoint with ``overrides`` applied to config.json and weights for the new shapes."""
     from inferctl.local import tinymodel
 
-    base = tinymodel.ensure_tiny_model()
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(base, dest)
-    cfg = {**tinymodel.TEXT_CONFIG, **overrides}
-    n = cfg["num_hidden_layers"] = len(cfg["layer_types"])
-    assert n >= 1
-    (dest / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    shapes_cfg = dict(cfg)
-    tinymodel._write_safetensors(dest / "model.safetensors", tinymodel._weights(shapes_cfg))
+    tinymodel.build_tiny_model(dest, **overrides)
     return dest
 
 

@@ -272,16 +272,37 @@ def _write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def build_tiny_model(dest: Path) -> None:
-    """Write the tiny checkpoint into ``dest`` (an empty or missing directory). Not atomic itself."""
+def variant_config(**config_overrides: object) -> dict:
+    """TEXT_CONFIG with ``config_overrides`` applied (sizes, layer pattern, window, KV heads...).
+
+    ``num_hidden_layers`` follows ``layer_types`` when only the latter is given. Head dims must stay
+    ones vLLM's CPU attention kernel supports (32, 64, 80, 96, ... 256, 512).
+    """
+    cfg = {**TEXT_CONFIG, **config_overrides}
+    if "layer_types" in config_overrides and "num_hidden_layers" not in config_overrides:
+        cfg["num_hidden_layers"] = len(cfg["layer_types"])
+    if len(cfg["layer_types"]) != cfg["num_hidden_layers"]:
+        raise ValueError(f"layer_types has {len(cfg['layer_types'])} entries for {cfg['num_hidden_layers']} layers")
+    return cfg
+
+
+def build_tiny_model(dest: Path, **config_overrides: object) -> None:
+    """Write the tiny checkpoint into ``dest`` (an empty or missing directory). Not atomic itself.
+
+    With ``config_overrides`` (keys of TEXT_CONFIG, e.g. ``hidden_size=256, layer_types=[...]``) the
+    checkpoint is a variant of another size or layer pattern: same recipe (seeded weights for the new
+    shapes, same tokenizer and chat template), so vLLM walks the same Gemma 4 code paths. The manifest
+    then records the overrides. Without them the output is byte-for-byte the stock tiny model.
+    """
+    cfg = variant_config(**config_overrides)
     dest.mkdir(parents=True, exist_ok=True)
-    _write_json(dest / "config.json", TEXT_CONFIG)
+    _write_json(dest / "config.json", cfg)
     _write_json(
         dest / "generation_config.json",
         # Chat turns end with <end_of_turn>; plain completions with <eos>.
         {"bos_token_id": BOS_ID, "eos_token_id": [EOS_ID, END_OF_TURN_ID], "pad_token_id": PAD_ID},
     )
-    _write_safetensors(dest / "model.safetensors", _weights(TEXT_CONFIG))
+    _write_safetensors(dest / "model.safetensors", _weights(cfg))
     _train_tokenizer().save(str(dest / "tokenizer.json"))
     special = {"bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>", "unk_token": "<unk>"}
     _write_json(
@@ -290,7 +311,7 @@ def build_tiny_model(dest: Path) -> None:
             "tokenizer_class": "PreTrainedTokenizerFast",
             **special,
             "additional_special_tokens": ["<start_of_turn>", "<end_of_turn>"],
-            "model_max_length": TEXT_CONFIG["max_position_embeddings"],
+            "model_max_length": cfg["max_position_embeddings"],
             "padding_side": "left",
             "chat_template": CHAT_TEMPLATE,
         },
@@ -303,6 +324,7 @@ def build_tiny_model(dest: Path) -> None:
             "name": SERVED_MODEL_NAME,
             "version": VERSION,
             "seed": SEED,
+            **({"config_overrides": config_overrides} if config_overrides else {}),
             "sha256": {n: hashlib.sha256((dest / n).read_bytes()).hexdigest() for n in files},
         },
     )
