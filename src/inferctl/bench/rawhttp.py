@@ -1,11 +1,29 @@
-"""A minimal HTTP/1.1 streaming client on asyncio protocols: the load generator's fast path.
+"""A minimal HTTP/1.1 streaming client on asyncio: the load generator's fast path.
 
 Why not aiohttp: profiling a closed loop against an instant fake server showed most of the
 client's time in aiohttp's per-request machinery, and every SSE chunk went through a stream
-reader and a task wake-up before it was timestamped, so at high concurrency a chunk's time
-included its wait in the event loop's ready queue. Here the clock is read first thing in
-``data_received`` (the socket read callback), the chunked framing and the SSE events are decoded
-in that same callback, and a request is one ``write`` of prebuilt bytes on a kept-alive connection.
+reader and a task wake-up before it was timestamped. Here the chunked framing and the SSE events
+are decoded in the socket's read callback, and a request is one write of prebuilt bytes on a
+kept-alive connection.
+
+**Arrival times are the kernel's.** On Linux, plain-HTTP connections are non-blocking sockets
+read with ``loop.add_reader`` + ``recvmsg``, with ``SO_TIMESTAMPNS`` on: every read carries the
+time the kernel received the data (``SCM_TIMESTAMPNS``, CLOCK_REALTIME), so a chunk's time does
+not include how long this process waited for a CPU or for its turn in the event loop. Several
+SSE events in one read share that read's stamp. The kernel merges data that queued up unread
+into one buffer and keeps the *newest* arrival time for it, so a stamp is exact while the client
+reads each connection before its next packet arrives, and otherwise at most the read's lag late
+(still never later than the userland time). Elsewhere (TLS, other systems, a kernel refusing the
+option) the time is ``perf_counter()`` read first thing in the read callback, as before.
+
+Clocks: the send time is read from CLOCK_REALTIME (``time.time_ns()``) immediately before the
+single ``send`` of the request, so TTFT, E2E and ITL are differences on one clock (the kernel's).
+Both are then placed on the ``perf_counter`` timeline the rest of the engine uses with one offset
+(REALTIME − perf_counter, the best of a few adjacent reads, re-measured every second; a request
+keeps the offset it was sent with, so a clock step mid-request cannot bend its intervals). NTP
+slewing moves both clocks alike; a step (settimeofday) is the one thing that moves the offset.
+A converted stamp is clamped to be no later than the userland read time and no earlier than the
+previous one on the connection; ``RawTransport.clamped`` counts clamps (zero unless the clock stepped).
 
 It speaks just what an OpenAI-compatible server answers with: a status line, headers, then a
 body framed by ``Transfer-Encoding: chunked``, ``Content-Length`` or connection close. TLS via
@@ -17,7 +35,11 @@ went wrong, with the same classes as the aiohttp and httpx transports.
 from __future__ import annotations
 
 import asyncio
+import platform
+import socket
 import ssl
+import struct
+import sys
 import time
 from urllib.parse import urlsplit
 
@@ -27,6 +49,74 @@ from inferctl.server.stream import SSEParser, StreamResult, _error_message
 
 _HEAD, _CHUNKED, _LENGTH, _UNTIL_CLOSE, _IDLE = range(5)
 _MAX_ERROR_BODY = 64 * 1024
+_READ_SIZE = 256 * 1024
+
+# Kernel receive timestamps. SO_TIMESTAMPNS_NEW (Linux >= 5.1) stamps with a 64-bit timespec on every
+# architecture; SO_TIMESTAMPNS (old) with the native ``struct timespec``. The numbers are the
+# asm-generic ones (Python 3.11's socket module has no constants for them); architectures with their
+# own numbering (alpha, mips, parisc, sparc) fall back to userland stamps.
+_GENERIC_ARCH = {"x86_64", "amd64", "aarch64", "arm64", "i386", "i686", "riscv64", "s390x", "ppc64le",
+                 "ppc64", "loongarch64"} | {f"armv{v}l" for v in (6, 7, 8)}
+_TS_OPTIONS = ((64, struct.Struct("qq")), (35, struct.Struct("@ll")))  # (SO_TIMESTAMPNS_NEW, _OLD)
+_ANC_SIZE = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 0
+
+
+def kernel_timestamps_possible() -> bool:
+    """Linux with a known socket-option numbering and ``recvmsg`` ancillary data."""
+    return sys.platform == "linux" and platform.machine().lower() in _GENERIC_ARCH and _ANC_SIZE > 0
+
+
+def enable_rx_timestamps(sock: socket.socket) -> tuple[int, struct.Struct] | None:
+    """Turn on SO_TIMESTAMPNS; returns (control-message type, timespec layout), or None if unavailable."""
+    if not kernel_timestamps_possible():
+        return None
+    for opt, layout in _TS_OPTIONS:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, opt, 1)
+        except OSError:
+            continue
+        return opt, layout
+    return None
+
+
+class _Clock:
+    """The offset from CLOCK_REALTIME (kernel stamps, ``time_ns``) to ``perf_counter``, in ns."""
+
+    __slots__ = ("checked", "offset_ns")
+
+    def __init__(self) -> None:
+        self.offset_ns = 0
+        self.checked = -1e300
+        self.refresh()
+
+    def refresh(self) -> int:
+        """Best of five adjacent (perf, realtime, perf) reads: the narrowest pair brackets realtime best."""
+        pns, tns = time.perf_counter_ns, time.time_ns
+        best_gap, best = 1 << 62, 0
+        for _ in range(5):
+            a = pns()
+            r = tns()
+            b = pns()
+            if b - a < best_gap:
+                best_gap, best = b - a, r - (a + b) // 2
+        self.offset_ns = best
+        self.checked = time.perf_counter()
+        return best
+
+    def current(self) -> int:
+        if time.perf_counter() - self.checked > 1.0:
+            return self.refresh()
+        return self.offset_ns
+
+
+_clock: _Clock | None = None
+
+
+def _the_clock() -> _Clock:
+    global _clock
+    if _clock is None:
+        _clock = _Clock()
+    return _clock
 
 
 class _Conn(asyncio.Protocol):
@@ -54,6 +144,12 @@ class _Conn(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         now = time.perf_counter()  # first: the arrival time of these bytes
+        if self.pool.trace is not None:
+            self.pool.trace.append((now, now))
+        self._feed(data, now)
+
+    def _feed(self, data: bytes, now: float) -> None:
+        """Bytes that arrived at ``now`` (perf_counter seconds)."""
         if self.state == _IDLE:
             return  # bytes nobody asked for (a server closing an idle connection); ignore
         buf = self.buf + data if self.buf else data
@@ -105,6 +201,14 @@ class _Conn(asyncio.Protocol):
         result.send_time = time.perf_counter() if send is None else send
         assert self.transport is not None
         self.transport.write(request)
+
+    def _abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    def close(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.close()
 
     def _head(self, head: bytes) -> bool:
         lines = head.split(b"\r\n")
@@ -237,8 +341,7 @@ class _Conn(asyncio.Protocol):
             self.pool._idle.append(self)
         else:
             self.closed = True
-            if self.transport is not None:
-                self.transport.abort()
+            self._abort()
         if fut is not None and not fut.done():
             fut.set_result(result)
 
@@ -247,11 +350,121 @@ def _why(text: str, exc: BaseException | None) -> str:
     return f"{text}: {exc}" if exc else text
 
 
+class _SockConn(_Conn):
+    """A connection on a raw non-blocking socket: ``recvmsg`` with the kernel's receive timestamps."""
+
+    def __init__(self, pool: RawTransport, sock: socket.socket, loop: asyncio.AbstractEventLoop,
+                 stamping: tuple[int, struct.Struct] | None) -> None:
+        super().__init__(pool)
+        self.sock, self.loop = sock, loop
+        self.fd = sock.fileno()
+        self.ts_type, self.ts_layout = stamping if stamping else (-1, None)
+        self.anc = _ANC_SIZE if stamping else 0
+        self.offset_ns = _the_clock().current()  # REALTIME − perf_counter for this request's stamps
+        self.last = 0.0  # the latest chunk time on this connection: stamps never go backwards
+        self.wbuf = b""
+        self.sock_open = True
+        loop.add_reader(self.fd, self._readable)
+
+    def start(self, request: bytes, result: StreamResult, future: asyncio.Future, deadline: float,
+              loop: asyncio.AbstractEventLoop, send: float | None = None) -> None:
+        self.state = _HEAD
+        self.result, self.future = result, future
+        self.parser = SSEParser(result, keep_text=False)
+        self.ok, self.left, self.err_body, self.keep_alive = False, 0, [], True
+        self.timer = loop.call_at(deadline, self._timeout)
+        off = self.offset_ns = _the_clock().current()
+        rt = time.time_ns()  # CLOCK_REALTIME, the kernel stamps' clock, right before the one send
+        self._write(request)
+        # send: now, or when post() began opening the connection this request needed (like aiohttp).
+        result.send_time = (rt - off) * 1e-9 if send is None else send
+        self.last = result.send_time
+
+    def _write(self, data: bytes) -> None:
+        if self.wbuf:
+            self.wbuf += data
+            return
+        try:
+            n = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError as exc:
+            self._lost(exc)
+            return
+        if n < len(data):  # the socket buffer is full: send the rest when it drains
+            self.wbuf = data[n:]
+            self.loop.add_writer(self.fd, self._writable)
+
+    def _writable(self) -> None:
+        data, self.wbuf = self.wbuf, b""
+        self.loop.remove_writer(self.fd)
+        if data and not self.closed:
+            self._write(data)
+
+    def _readable(self) -> None:
+        try:
+            data, anc, _, _ = self.sock.recvmsg(_READ_SIZE, self.anc)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._lost(exc)
+            return
+        now = time.perf_counter()  # the userland read time: an upper bound for the kernel's stamp
+        if not data:
+            self._lost(None)
+            return
+        t = now
+        pool = self.pool
+        for level, kind, raw in anc:
+            if level == socket.SOL_SOCKET and kind == self.ts_type and self.ts_layout is not None:
+                sec, nsec = self.ts_layout.unpack_from(raw)
+                k = (sec * 1_000_000_000 + nsec - self.offset_ns) * 1e-9
+                pool.kernel_stamps += 1
+                if pool.trace is not None:
+                    pool.trace.append((k, now))
+                if k > now:  # cannot happen unless REALTIME stepped: keep the userland time
+                    pool.clamped += 1
+                else:
+                    t = k
+        if t < self.last:  # stamps are per read and only move forward (a clock step could say otherwise)
+            if t < self.last - 1e-6:
+                pool.clamped += 1
+            t = self.last
+        self.last = t
+        self._feed(data, t)
+
+    def _lost(self, exc: Exception | None) -> None:
+        if self.closed:
+            return
+        self._close_socket()
+        self.connection_lost(exc)
+
+    def _close_socket(self) -> None:
+        self.closed = True
+        if self.sock_open is False:
+            return  # once: after close() the fd number may already belong to another socket
+        self.sock_open = False
+        try:
+            self.loop.remove_reader(self.fd)
+            if self.wbuf:
+                self.loop.remove_writer(self.fd)
+        except (ValueError, RuntimeError):  # a closed loop
+            pass
+        self.wbuf = b""
+        self.sock.close()
+
+    def _abort(self) -> None:
+        self._close_socket()
+
+    def close(self) -> None:
+        self._close_socket()
+
+
 class RawTransport:
     """Kept-alive connections to one server; ``post`` streams one request (see the module docstring)."""
 
     def __init__(self, target: Target, *, concurrency: int = 0, timeout: float = 600.0,
-                 connect_timeout: float = 10.0) -> None:
+                 connect_timeout: float = 10.0, kernel_timestamps: bool | None = None) -> None:
         u = urlsplit(target.url)
         self.host = u.hostname or "127.0.0.1"
         self.port = u.port or (443 if u.scheme == "https" else 80)
@@ -266,6 +479,14 @@ class RawTransport:
         self._lines: dict[str, bytes] = {}
         self._idle: list[_Conn] = []
         self._all: set[_Conn] = set()
+        # Raw sockets with kernel receive stamps for plain HTTP on Linux (None: when possible; False: the
+        # asyncio-transport path with userland stamps, which TLS always takes).
+        want = kernel_timestamps_possible() if kernel_timestamps is None else kernel_timestamps
+        self.raw_sockets = bool(want) and self.ssl is None
+        self.kernel_stamps = 0  # reads whose time is the kernel's
+        self.clamped = 0  # kernel stamps later than the userland read time or behind the previous one
+        self.trace: list[tuple[float, float]] | None = None  # tests: (stamp used, userland time) per read
+        self._addrs: list | None = None
 
     def _request(self, path: str, body: bytes) -> bytes:
         line = self._lines.get(path)
@@ -289,8 +510,12 @@ class RawTransport:
             send = time.perf_counter()
             try:
                 async with asyncio.timeout(self.connect_timeout):
-                    _, conn = await loop.create_connection(lambda: _Conn(self), self.host, self.port, ssl=self.ssl,
-                                                           server_hostname=self.host if self.ssl else None)
+                    if self.raw_sockets:
+                        conn = await self._connect(loop)
+                    else:
+                        _, conn = await loop.create_connection(lambda: _Conn(self), self.host, self.port,
+                                                               ssl=self.ssl,
+                                                               server_hostname=self.host if self.ssl else None)
             except TimeoutError:
                 result.send_time = send
                 result.status, result.error = "timeout", f"connect timed out after {self.connect_timeout:g} s"
@@ -310,10 +535,33 @@ class RawTransport:
             conn._fail("connection_error", "cancelled")
             raise
 
+    async def _connect(self, loop: asyncio.AbstractEventLoop) -> _SockConn:
+        if self._addrs is None:
+            self._addrs = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        if not self._addrs:
+            raise OSError(f"cannot resolve {self.host}")
+        err: OSError | None = None
+        for family, kind, proto, _, addr in self._addrs:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                stamping = enable_rx_timestamps(sock)
+                await loop.sock_connect(sock, addr)
+            except OSError as exc:
+                sock.close()
+                err = exc
+                continue
+            except BaseException:  # cancelled (the connect timeout): do not leak the socket
+                sock.close()
+                raise
+            return _SockConn(self, sock, loop, stamping)
+        assert err is not None
+        raise err
+
     async def aclose(self) -> None:
         for c in self._all:
-            if c.transport is not None and not c.closed:
-                c.transport.close()
+            c.close()
         self._all.clear()
         self._idle.clear()
         await asyncio.sleep(0)
