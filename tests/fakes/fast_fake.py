@@ -10,9 +10,15 @@ Content-Length bodies), answers the endpoints a benchmark client touches (/v1/mo
   arrived, the rest at once (``--itl-ms 0``) or one token every ``--itl-ms`` ms after that.
 
 For TTFT accuracy it records the *server's* truth for each generation request: first-token write
-time minus request arrival (``perf_counter``), served as JSON at GET /truth (and reset by
-DELETE /truth). GET /cpu reports the fake's own CPU seconds, so a benchmark can show the fake was
-not the bottleneck. Tokenization is one token per character, like fake_vllm.
+time minus request arrival, served as JSON at GET /truth (and reset by DELETE /truth). Both ends
+are on CLOCK_REALTIME and independent of when this process got a CPU: the arrival is the kernel's
+receive timestamp of the read that completed the request (``SO_TIMESTAMPNS`` via ``recvmsg``;
+Linux, else the clock right after the read), and the write time is read immediately before the
+``send`` call that puts the first token on the wire. The injected delay counts from the kernel's
+arrival too, so the fake's own scheduling lag is inside the truth, not hidden from it. Sockets are
+raw non-blocking ones on ``loop.add_reader`` (asyncio transports do not expose ancillary data).
+GET /cpu reports the fake's own CPU seconds, so a benchmark can show the fake was not the
+bottleneck. Tokenization is one token per character, like fake_vllm.
 
     python -m tests.fakes.fast_fake --port 0 --ttft-ms 50 --itl-ms 20   # prints READY <url>
 """
@@ -22,6 +28,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import platform
+import socket
+import struct
+import sys
 import time
 
 MODEL = "fake-model"
@@ -53,16 +63,101 @@ def _chunked(data: bytes) -> bytes:
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
-class Proto(asyncio.Protocol):
+# SO_TIMESTAMPNS_NEW / _OLD (asm-generic numbering; kept independent of the client's code under test).
+_TS = ((64, struct.Struct("qq")), (35, struct.Struct("@ll")))
+_ARCH_OK = platform.machine().lower() in {"x86_64", "amd64", "aarch64", "arm64", "riscv64", "s390x", "ppc64le"}
+
+
+def _stamping(sock: socket.socket) -> tuple[int, struct.Struct] | None:
+    if sys.platform != "linux" or not _ARCH_OK:
+        return None
+    for opt, layout in _TS:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, opt, 1)
+        except OSError:
+            continue
+        return opt, layout
+    return None
+
+
+class Conn:
+    """A non-blocking socket with just what Proto needs from a transport: write, is_closing."""
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, proto: Proto) -> None:
+        self.sock, self.loop, self.proto = sock, loop, proto
+        self.fd = sock.fileno()
+        self.stamping = _stamping(sock)
+        self.anc = socket.CMSG_SPACE(16) if self.stamping else 0
+        self.wbuf = b""
+        self.closed = False
+        proto.transport = self
+        loop.add_reader(self.fd, self.readable)
+
+    def readable(self) -> None:
+        try:
+            data, anc, _, _ = self.sock.recvmsg(262144, self.anc)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close()
+            return
+        arrived = time.time_ns()
+        if not data:
+            self.close()
+            return
+        if self.stamping:
+            for level, kind, raw in anc:
+                if level == socket.SOL_SOCKET and kind == self.stamping[0]:
+                    sec, nsec = self.stamping[1].unpack_from(raw)
+                    arrived = min(arrived, sec * 1_000_000_000 + nsec)
+        self.proto.data_received(data, arrived)
+
+    def write(self, data: bytes) -> int:
+        """Send now (or queue behind unsent bytes); returns CLOCK_REALTIME ns read right before the send."""
+        now = time.time_ns()
+        if self.closed:
+            return now
+        if self.wbuf:
+            self.wbuf += data
+            return now
+        try:
+            n = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError:
+            self.close()
+            return now
+        if n < len(data):
+            self.wbuf = data[n:]
+            self.loop.add_writer(self.fd, self.writable)
+        return now
+
+    def writable(self) -> None:
+        data, self.wbuf = self.wbuf, b""
+        self.loop.remove_writer(self.fd)
+        self.write(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.loop.remove_reader(self.fd)
+        if self.wbuf:
+            self.loop.remove_writer(self.fd)
+        self.sock.close()
+
+
+class Proto:
     def __init__(self, state: State) -> None:
         self.state = state
         self.buf = b""
-        self.transport: asyncio.Transport | None = None
+        self.transport: Conn | None = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes, arrived: int) -> None:
+        """Bytes that arrived at ``arrived`` (CLOCK_REALTIME ns, the kernel's stamp where available)."""
         self.buf += data
         while True:
             end = self.buf.find(b"\r\n\r\n")
@@ -80,9 +175,9 @@ class Proto(asyncio.Protocol):
                 return
             body = self.buf[end + 4:end + 4 + length]
             self.buf = self.buf[end + 4 + length:]
-            self.handle(method, path, body, time.perf_counter())
+            self.handle(method, path, body, arrived)
 
-    def handle(self, method: str, path: str, body: bytes, arrived: float) -> None:
+    def handle(self, method: str, path: str, body: bytes, arrived: int) -> None:
         t = self.transport
         assert t is not None
         st = self.state
@@ -122,7 +217,7 @@ class Proto(asyncio.Protocol):
         else:
             t.write(_response("404 Not Found", b'{"error":"not found"}'))
 
-    def generate(self, chat: bool, req: dict, arrived: float) -> None:
+    def generate(self, chat: bool, req: dict, arrived: int) -> None:
         st = self.state
         st.requests += 1
         if chat:
@@ -148,8 +243,8 @@ class Proto(asyncio.Protocol):
         t = self.transport
         assert t is not None
         if st.ttft <= 0:
-            t.write(STREAM_HEAD + _chunked(b"".join(head + tokens + tail)) + b"0\r\n\r\n")
-            st.truth.append(time.perf_counter() - arrived)
+            wrote = t.write(STREAM_HEAD + _chunked(b"".join(head + tokens + tail)) + b"0\r\n\r\n")
+            st.truth.append((wrote - arrived) * 1e-9)
             return
         t.write(STREAM_HEAD + (_chunked(b"".join(head)) if head else b""))
         loop = asyncio.get_running_loop()
@@ -159,8 +254,8 @@ class Proto(asyncio.Protocol):
         def first() -> None:
             if t.is_closing():
                 return
-            t.write(_chunked(tokens[0]))
-            st.truth.append(time.perf_counter() - arrived)
+            wrote = t.write(_chunked(tokens[0]))
+            st.truth.append((wrote - arrived) * 1e-9)
             if itl <= 0 or n == 1:
                 t.write(_chunked(b"".join(tokens[1:] + tail)) + b"0\r\n\r\n")
                 return
@@ -169,22 +264,39 @@ class Proto(asyncio.Protocol):
                 data = _chunked(tokens[i]) if i < n - 1 else _chunked(b"".join(tokens[i:] + tail)) + b"0\r\n\r\n"
                 loop.call_at(start + i * itl, _write_if_open, t, data)
 
-        # call_at on the loop's clock keeps the injected delay exact up to loop scheduling.
-        loop.call_at(loop.time() + st.ttft - (time.perf_counter() - arrived), first)
+        # The delay counts from the kernel's arrival; call_at keeps it exact up to loop scheduling.
+        loop.call_at(loop.time() + st.ttft - (time.time_ns() - arrived) * 1e-9, first)
 
 
-def _write_if_open(t: asyncio.Transport, data: bytes) -> None:
+def _write_if_open(t: Conn, data: bytes) -> None:
     if not t.is_closing():
         t.write(data)
 
 
 async def serve(host: str, port: int, state: State) -> None:
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: Proto(state), host, port, backlog=4096)
-    sock = server.sockets[0].getsockname()
-    print(f"READY http://{sock[0]}:{sock[1]}", flush=True)
-    async with server:
-        await server.serve_forever()
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((host, port))
+    listener.listen(4096)
+    listener.setblocking(False)
+
+    def accept() -> None:
+        while True:
+            try:
+                sock, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            Conn(sock, loop, Proto(state))
+
+    loop.add_reader(listener.fileno(), accept)
+    name = listener.getsockname()
+    print(f"READY http://{name[0]}:{name[1]}", flush=True)
+    await asyncio.Event().wait()
 
 
 def main(argv: list[str] | None = None) -> None:
