@@ -84,6 +84,8 @@ def num(v: float | None, digits: int = 3) -> str:
         return "—"
     if v == 0:
         return "0"
+    if float(v).is_integer() and abs(v) < 1000:  # counts (preemptions, loads) read better without decimals
+        return str(int(v))
     a = abs(v)
     if a >= 1000:
         return f"{v:,.0f}"
