@@ -125,3 +125,52 @@ def parse_float_list(text: str, flag: str) -> list[float]:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"Bad {flag} {text!r}; use a comma list like 0.5,1,2.") from None
+
+
+_preset = preset  # spec_from_flags's ``preset`` argument shadows the function
+
+
+def spec_from_flags(*, preset: str | None = None, concurrency: str | None = None, context: str | None = None,
+                    rate: str | None = None, max_concurrency: int | None = None, burstiness: float = 1.0,
+                    output_tokens: int | None = None, natural_stop: bool = False, api: str = "chat",
+                    requests: int | None = None, duration: float | None = None, warmup: int | None = None,
+                    seed: int = 0, shared_prefix: int = 0, slo: list[str] | None = None,
+                    error_threshold: float = 0.5, timeout: float = 600.0, workers: int | str = "auto",
+                    transport: str = "auto") -> SweepSpec:  # fmt: skip
+    """The SweepSpec the grid flags of `inferctl bench sweep` describe (also `inferctl simulate`'s).
+
+    Arguments are the flags as typed: ``concurrency`` / ``context`` are lists like ``"1,2,4"`` or
+    ``"1..256"``, ``rate`` requests/s per cell (open loop; then concurrencies default to none), ``slo``
+    strings like ``"ttft_p95_ms=500"``, ``workers`` a number or ``"auto"``. A ``preset`` (``seed-grid``,
+    ``quick``) supplies the grid and the other flags override it; ``natural_stop`` is the inverse of
+    ``ignore_eos``. Raises ConfigError (one sentence) on a bad value; the grid is validated.
+    """
+    from inferctl.bench.stats import parse_slo
+
+    base = _preset(preset) if preset else {}
+    if concurrency is not None:
+        base["concurrencies"] = parse_int_list(concurrency, "--concurrency")
+    if context is not None:
+        base["contexts"] = parse_int_list(context, "--context")
+    if rate is not None:
+        base["rates"] = parse_float_list(rate, "--rate")
+        base.setdefault("concurrencies", [])
+    for key, value in (("output_tokens", output_tokens), ("requests", requests), ("duration", duration),
+                       ("warmup", warmup), ("max_concurrency", max_concurrency)):  # fmt: skip
+        if value is not None:
+            base[key] = value
+    if api not in ("chat", "completions"):
+        raise ConfigError("--api is chat or completions.")
+    if transport not in ("auto", "raw", "aiohttp", "httpx"):
+        raise ConfigError("--transport is auto, raw, aiohttp or httpx.")
+    base.setdefault("contexts", [])
+    if workers != "auto":
+        try:
+            workers = int(workers)
+        except ValueError:
+            raise ConfigError(f"--workers is a number or auto, not {workers!r}.") from None
+    return SweepSpec(preset=preset, burstiness=burstiness, ignore_eos=not natural_stop, api=api, seed=seed,
+                     shared_prefix=shared_prefix, slos=[parse_slo(s) for s in slo or []],
+                     error_threshold=error_threshold, timeout=timeout, workers=workers, transport=transport,
+                     **base).validate_grid()  # fmt: skip
+

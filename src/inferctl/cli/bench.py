@@ -40,39 +40,11 @@ TransportOpt = Annotated[str, typer.Option("--transport", help="auto (= raw), ra
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress; print the run directory at the end.")]
 
 
-def _spec(*, preset, concurrency, context, rate, max_concurrency, burstiness, output_tokens, natural_stop, api,
-          requests, duration, warmup, seed, shared_prefix, slo, error_threshold, timeout, workers, transport):
-    from inferctl.bench.spec import SweepSpec, parse_float_list, parse_int_list
-    from inferctl.bench.spec import preset as get_preset
-    from inferctl.bench.stats import parse_slo
-    from inferctl.errors import ConfigError
+def _spec(**flags):
+    """The grid flags -> SweepSpec (:func:`inferctl.bench.spec.spec_from_flags`; kept for existing callers)."""
+    from inferctl.bench.spec import spec_from_flags
 
-    base = get_preset(preset) if preset else {}
-    if concurrency is not None:
-        base["concurrencies"] = parse_int_list(concurrency, "--concurrency")
-    if context is not None:
-        base["contexts"] = parse_int_list(context, "--context")
-    if rate is not None:
-        base["rates"] = parse_float_list(rate, "--rate")
-        base.setdefault("concurrencies", [])
-    for key, value in (("output_tokens", output_tokens), ("requests", requests), ("duration", duration),
-                       ("warmup", warmup), ("max_concurrency", max_concurrency)):
-        if value is not None:
-            base[key] = value
-    if api not in ("chat", "completions"):
-        raise ConfigError("--api is chat or completions.")
-    if transport not in ("auto", "raw", "aiohttp", "httpx"):
-        raise ConfigError("--transport is auto, raw, aiohttp or httpx.")
-    base.setdefault("contexts", [])
-    if workers != "auto":
-        try:
-            workers = int(workers)
-        except ValueError:
-            raise ConfigError(f"--workers is a number or auto, not {workers!r}.") from None
-    return SweepSpec(preset=preset, burstiness=burstiness, ignore_eos=not natural_stop, api=api, seed=seed,
-                     shared_prefix=shared_prefix, slos=[parse_slo(s) for s in slo or []],
-                     error_threshold=error_threshold, timeout=timeout, workers=workers, transport=transport,
-                     **base).validate_grid()
+    return spec_from_flags(**flags)
 
 
 def _go(target, url, model, token_env, spec_fn, runs_dir, resume, quiet, as_json) -> None:
@@ -131,11 +103,14 @@ def sweep(
     """Sweep concurrency (or rate) × context; results go to a run directory as they arrive."""
 
     def spec_fn():
-        return _spec(preset=preset, concurrency=concurrency, context=context, rate=rate,
-                     max_concurrency=max_concurrency, burstiness=burstiness, output_tokens=output_tokens,
-                     natural_stop=natural_stop, api=api, requests=requests, duration=duration, warmup=warmup,
-                     seed=seed, shared_prefix=shared_prefix, slo=slo, error_threshold=error_threshold,
-                     timeout=timeout, workers=workers, transport=transport)
+        from inferctl.bench.spec import spec_from_flags
+
+        return spec_from_flags(preset=preset, concurrency=concurrency, context=context, rate=rate,
+                               max_concurrency=max_concurrency, burstiness=burstiness, output_tokens=output_tokens,
+                               natural_stop=natural_stop, api=api, requests=requests, duration=duration,
+                               warmup=warmup, seed=seed, shared_prefix=shared_prefix, slo=slo,
+                               error_threshold=error_threshold, timeout=timeout, workers=workers,
+                               transport=transport)
 
     _go(target, url, model, token_env, spec_fn, runs_dir, resume, quiet, as_json)
 
@@ -171,11 +146,14 @@ def run_one(
     conc = None if rate is not None and concurrency is None else str(concurrency or 1)
 
     def spec_fn():
-        return _spec(preset=None, concurrency=conc, context=str(context),
-                     rate=None if rate is None else str(rate), max_concurrency=max_concurrency,
-                     burstiness=burstiness, output_tokens=output_tokens, natural_stop=natural_stop, api=api,
-                     requests=requests, duration=duration, warmup=warmup, seed=seed, shared_prefix=shared_prefix,
-                     slo=slo, error_threshold=1.0, timeout=timeout, workers=workers, transport=transport)
+        from inferctl.bench.spec import spec_from_flags
+
+        return spec_from_flags(preset=None, concurrency=conc, context=str(context),
+                               rate=None if rate is None else str(rate), max_concurrency=max_concurrency,
+                               burstiness=burstiness, output_tokens=output_tokens, natural_stop=natural_stop, api=api,
+                               requests=requests, duration=duration, warmup=warmup, seed=seed,
+                               shared_prefix=shared_prefix, slo=slo, error_threshold=1.0, timeout=timeout,
+                               workers=workers, transport=transport)
 
     _go(target, url, model, token_env, spec_fn, runs_dir, None, quiet, as_json)
 
