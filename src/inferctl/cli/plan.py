@@ -136,19 +136,17 @@ def simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """Simulate a sweep grid (same grid flags as `bench sweep`) into a run directory marked source: simulated."""
+    from inferctl.bench.spec import spec_from_flags
     from inferctl.cli import plan_render
-    from inferctl.cli.bench import _spec
     from inferctl.ops.bench import argv
     from inferctl.ops.simulate import simulate as simulate_op
 
     cfg = _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util,
                   max_num_seqs, max_num_batched_tokens, block_size, kv_cache_gib, speculative, price_per_hour,
                   text_only)
-    spec = run(lambda: _spec(preset=preset, concurrency=concurrency, context=context, rate=rate,
-                             max_concurrency=None, burstiness=1.0, output_tokens=output_tokens, natural_stop=False,
-                             api="chat", requests=requests, duration=None, warmup=warmup, seed=seed,
-                             shared_prefix=0, slo=slo, error_threshold=0.5, timeout=600.0, workers=1,
-                             transport="auto"))  # fmt: skip
+    spec = run(lambda: spec_from_flags(preset=preset, concurrency=concurrency, context=context, rate=rate,
+                                       output_tokens=output_tokens, requests=requests, warmup=warmup, seed=seed,
+                                       slo=slo, workers=1))  # fmt: skip
     params = _params(calibration)
     summary = run(lambda: simulate_op(cfg, spec, params=params, root=runs_dir, write_requests=requests_log,
                                       command=argv()))  # fmt: skip
@@ -159,9 +157,12 @@ def simulate(
 
 
 def calibrate(
-    run_ref: Annotated[str, typer.Argument(help="A measured run: path, id, id prefix or 'latest'.")],
+    run_refs: Annotated[list[str], typer.Argument(help="Measured runs (path, id, id prefix or 'latest'), fitted "
+                                                  "jointly; runs of two model sizes also fit how efficiency grows "
+                                                  "with matrix size.", show_default=False)],
     model: Annotated[str | None, typer.Option("--model", "-m", help="The model that was measured (catalog name "
-                                              "or config.json directory; default: the run's model).")] = None,
+                                              "or config.json directory; default: the run's model; one run "
+                                              "only).")] = None,
     accelerator: AccOpt = "cpu",
     count: CountOpt = 1,
     tp: TpOpt = None,
@@ -178,15 +179,15 @@ def calibrate(
     runs_dir: Annotated[str | None, typer.Option("--runs-dir", help="Where runs live.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Fit the hardware profile's efficiency factors and overheads to a measured run; per-cell error and MAPE."""
+    """Fit the hardware profile's efficiency factors and overheads to measured runs; per-cell error and MAPE."""
     from inferctl.cli import plan_render
-    from inferctl.ops.calibrate import calibrate_run
+    from inferctl.ops.calibrate import calibrate_runs
 
     params = {"model": model, "accelerator": accelerator, "count": count, "tp": tp, "quant": quant,
               "max_model_len": max_model_len, "max_num_seqs": max_num_seqs,
               "max_num_batched_tokens": max_num_batched_tokens, "block_size": block_size,
               "kv_cache_gib": kv_cache_gib, "speculative": speculative, "profile": profile}  # fmt: skip
-    report = run(lambda: calibrate_run(run_ref, root=runs_dir, out=out, **params))
+    report = run(lambda: calibrate_runs(run_refs, root=runs_dir, out=out, **params))
     emit(report, as_json, plan_render.calibration)
 
 

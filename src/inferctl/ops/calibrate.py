@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -15,7 +16,7 @@ from pydantic import BaseModel, Field
 from inferctl.bench.spec import SweepSpec
 from inferctl.bench.store import RunDir, runs_dir
 from inferctl.errors import ConfigError
-from inferctl.plan.calibrate import METRICS, CellError, MetricError, fit, score
+from inferctl.plan.calibrate import METRICS, CellError, FitGroup, MetricError, fit_groups, score, summarize
 from inferctl.plan.cells import SimEngine
 from inferctl.plan.config import ServingConfig, parse_speculative, resolve
 from inferctl.plan.perf import PerfParams
@@ -24,7 +25,7 @@ from inferctl.plan.perf import PerfParams
 class CalibrationReport(BaseModel):
     """The fitted parameters and how well they reproduce the run."""
 
-    run_id: str
+    run_id: str = Field(description="The run fitted on; several joined by ', '.")
     accelerator: str
     model: str
     params: PerfParams = Field(description="Fitted efficiency factors and overheads.")
@@ -35,7 +36,9 @@ class CalibrationReport(BaseModel):
     cells_used: int
     params_path: str = Field(description="Where the parameters were written.")
     heatmap_path: str = Field(description="The per-cell error heatmap (HTML).")
-    serving_config: ServingConfig
+    serving_config: ServingConfig = Field(description="The first run's serving configuration.")
+    runs: list[str] = Field(default_factory=list, description="The runs fitted on (jointly).")
+    serving_configs: list[ServingConfig] = Field(default_factory=list, description="Per run.")
 
 
 def _config(meta, *, model, accelerator, count, tp, quant, max_model_len, max_num_seqs, max_num_batched_tokens,
@@ -87,40 +90,76 @@ def heatmap_html(report: CalibrationReport, spec: SweepSpec) -> str:
     return "\n".join(parts)
 
 
-def calibrate_run(run_ref: str, *, root: str | Path | None = None, out: Path | None = None,
-                  model: str | None = None, accelerator: str = "cpu", count: int = 1, tp: int | None = None,
-                  quant: str = "bf16", max_model_len: int | None = None, max_num_seqs: int | None = None,
-                  max_num_batched_tokens: int | None = None, block_size: int | None = None,
-                  kv_cache_gib: float | None = None, speculative: str | None = None,
-                  profile: str | None = None) -> CalibrationReport:  # fmt: skip
-    """Fit PerfParams for the run's hardware and write them with a heatmap of the per-cell error."""
-    store = RunDir.open(run_ref, runs_dir(str(root) if root else None))
-    meta = store.read_meta()
-    if meta.source == "simulated":
-        raise ConfigError(f"Run {store.path.name} is simulated; calibrate on a measured run.")
-    cfg = _config(meta, model=model, accelerator=accelerator, count=count, tp=tp, quant=quant,
-                  max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-                  max_num_batched_tokens=max_num_batched_tokens, block_size=block_size, kv_cache_gib=kv_cache_gib,
-                  speculative=speculative, profile=profile)  # fmt: skip
-    resolved = resolve(cfg)
-    spec = SweepSpec.model_validate(meta.grid)
-    measured = [c for c in store.cells() if c.status == "complete" and c.metrics.ok > 0]
+def calibrate_run(run_ref: str, **kwargs) -> CalibrationReport:
+    """Fit PerfParams for one run's hardware and write them with a heatmap of the per-cell error."""
+    return calibrate_runs([run_ref], **kwargs)
 
-    def engine_for(p: PerfParams) -> SimEngine:
-        return SimEngine(resolved, p)
 
-    prior = PerfParams.prior(resolved)
-    params = fit(engine_for, spec, measured, prior)
-    cells, errors = score(engine_for, params, spec, measured)
-    _, prior_errors = score(engine_for, prior, spec, measured)
-    out = out or store.path / "calibration.json"
+def calibrate_runs(run_refs: list[str], *, root: str | Path | None = None, out: Path | None = None,
+                   model: str | None = None, accelerator: str = "cpu", count: int = 1, tp: int | None = None,
+                   quant: str = "bf16", max_model_len: int | None = None, max_num_seqs: int | None = None,
+                   max_num_batched_tokens: int | None = None, block_size: int | None = None,
+                   kv_cache_gib: float | None = None, speculative: str | None = None,
+                   profile: str | None = None) -> CalibrationReport:  # fmt: skip
+    """Fit one hardware profile's PerfParams jointly to several measured runs (e.g. two model sizes).
+
+    Each run is simulated with its own model (the run's, unless ``model`` is given - only allowed for one
+    run) and grid; the other settings apply to every run. Runs of two or more model sizes also fit how
+    compute efficiency grows with matrix size (``compute_half_hidden``). Writes the parameters and a
+    heatmap per run; with several runs cells are named ``<run>/<cell>``.
+    """
+    if not run_refs:
+        raise ConfigError("Name at least one measured run.")
+    if model and len(run_refs) > 1:
+        raise ConfigError("--model names the measured model of one run; with several runs each run's own model is "
+                          "used (the run directory records it).")
+    stores = [RunDir.open(ref, runs_dir(str(root) if root else None)) for ref in run_refs]
+    groups, specs, configs, resolved_all = [], [], [], []
+    for store in stores:
+        meta = store.read_meta()
+        if meta.source == "simulated":
+            raise ConfigError(f"Run {store.path.name} is simulated; calibrate on a measured run.")
+        cfg = _config(meta, model=model, accelerator=accelerator, count=count, tp=tp, quant=quant,
+                      max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+                      max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
+                      kv_cache_gib=kv_cache_gib, speculative=speculative, profile=profile)  # fmt: skip
+        resolved = resolve(cfg)
+        spec = SweepSpec.model_validate(meta.grid)
+        measured = [c for c in store.cells() if c.status == "complete" and c.metrics.ok > 0]
+        groups.append(FitGroup(engine_for=partial(SimEngine, resolved), spec=spec, measured=measured,
+                               hidden_size=resolved.model.hidden_size))  # fmt: skip
+        specs.append(spec)
+        configs.append(cfg)
+        resolved_all.append(resolved)
+    if len({r.accelerator.name for r in resolved_all}) > 1:
+        raise ConfigError("All runs must be of one hardware profile (one accelerator).")
+    prior = PerfParams.prior(resolved_all[0])
+    params = fit_groups(groups, prior)
+    multi = len(stores) > 1
+    cells: list[CellError] = []
+    per_run_cells = []
+    for store, g in zip(stores, groups, strict=True):
+        run_cells, _ = score(g.engine_for, params, g.spec, g.measured)
+        per_run_cells.append(run_cells)
+        cells += [c.model_copy(update={"cell": f"{store.path.name}/{c.cell}"}) if multi else c for c in run_cells]
+    errors = summarize(cells)
+    prior_cells: list[CellError] = []
+    for g in groups:
+        prior_cells += score(g.engine_for, prior, g.spec, g.measured)[0]
+    prior_errors = summarize(prior_cells)
+    out = out or stores[0].path / "calibration.json"
     heat = out.with_suffix(".html")
     report = CalibrationReport(
-        run_id=store.path.name, accelerator=resolved.accelerator.name, model=resolved.model.name, params=params,
-        prior=prior, errors=errors, prior_errors=prior_errors, cells=cells, cells_used=len(measured),
-        params_path=str(out), heatmap_path=str(heat), serving_config=cfg,
+        run_id=", ".join(s.path.name for s in stores), accelerator=resolved_all[0].accelerator.name,
+        model=", ".join(dict.fromkeys(r.model.name for r in resolved_all)), params=params, prior=prior,
+        errors=errors, prior_errors=prior_errors, cells=cells, cells_used=sum(len(g.measured) for g in groups),
+        params_path=str(out), heatmap_path=str(heat), serving_config=configs[0],
+        runs=[s.path.name for s in stores], serving_configs=configs,
     )  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
-    heat.write_text(heatmap_html(report, spec), encoding="utf-8")
+    pages = [heatmap_html(report.model_copy(update={"run_id": s.path.name, "cells": c,
+                                                    "errors": summarize(c)}), spec)
+             for s, c, spec in zip(stores, per_run_cells, specs, strict=True)]  # fmt: skip
+    heat.write_text("\n".join(pages), encoding="utf-8")
     return report

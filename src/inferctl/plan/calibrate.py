@@ -1,11 +1,13 @@
-"""Fit a hardware profile's efficiency factors and overheads to a measured sweep, and score the fit.
+"""Fit a hardware profile's efficiency factors and overheads to measured sweeps, and score the fit.
 
 The six :class:`~inferctl.plan.perf.PerfParams` (bandwidth and compute efficiency, per-step, per-sequence,
-per-request and per-token overheads) are fitted by Nelder-Mead in log space, minimising the mean squared log error of
-four per-cell figures: request throughput, output token throughput, p50 TTFT and p50 TPOT. Every
+per-request and per-token overheads) are fitted by Nelder-Mead in log space, minimising the mean squared log
+error of four per-cell figures: request throughput, output token throughput, p50 TTFT and p50 TPOT. Every
 evaluation re-simulates the measured cells with the same load the bench used (its grid is in meta.json).
-The error of each cell and the MAPE per metric are the calibration's report; docs/planner.md states the
-error measured on the local engine.
+Several runs (:func:`fit_groups`) are fitted jointly; when they cover two or more model sizes a seventh
+parameter, ``compute_half_hidden`` (how matmul efficiency grows with the hidden size), is fitted as well -
+one size cannot tell it from compute_efficiency. The error of each cell and the MAPE per metric are the
+calibration's report; docs/planner.md states the error measured on the local engine.
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ from inferctl.plan.perf import PerfParams
 METRICS = ("request_throughput", "output_throughput", "ttft_p50", "tpot_p50")
 _FIELDS = ("bw_efficiency", "compute_efficiency", "step_overhead_ms", "per_seq_overhead_ms", "request_overhead_ms",
            "per_token_us")
+# Fitted only when the measured runs cover two or more model sizes (one size cannot separate it from
+# compute_efficiency); it has no prior, so it is not pulled.
+_SIZE_FIELD = "compute_half_hidden"
 _FLOOR = {"bw_efficiency": 1e-3, "compute_efficiency": 1e-3, "step_overhead_ms": 1e-3, "per_seq_overhead_ms": 1e-4,
-          "request_overhead_ms": 1e-3, "per_token_us": 1e-3}  # fmt: skip
+          "request_overhead_ms": 1e-3, "per_token_us": 1e-3, _SIZE_FIELD: 1.0}  # fmt: skip
 _CEIL = {"bw_efficiency": 1.5, "compute_efficiency": 1.5}
 
 
@@ -69,17 +74,23 @@ def score(engine_for: Callable[[PerfParams], object], params: PerfParams, spec: 
         errs = {k: (100 * (pm[k] - mm[k]) / mm[k]) if pm[k] is not None and mm[k] else None for k in METRICS}
         out.append(CellError(cell=meas.id, errors={k: None if v is None else round(v, 2) for k, v in errs.items()},
                              measured=mm, predicted=pm))  # fmt: skip
+    return out, summarize(out)
+
+
+def summarize(cells: list[CellError]) -> dict[str, MetricError]:
+    """MAPE, median and worst absolute error per metric over cells."""
     summary = {}
     for k in METRICS:
-        vals = [abs(c.errors[k]) for c in out if c.errors[k] is not None]
+        vals = [abs(c.errors[k]) for c in cells if c.errors[k] is not None]
         if vals:
             summary[k] = MetricError(mape=round(statistics.fmean(vals), 2),
                                      median_abs=round(statistics.median(vals), 2), max_abs=round(max(vals), 2),
                                      cells=len(vals))  # fmt: skip
-    return out, summary
+    return summary
 
 
-def _loss(engine_for, spec: SweepSpec, measured: list[CellResult], params: PerfParams) -> float:
+def _loss(engine_for, spec: SweepSpec, measured: list[CellResult], params: PerfParams) -> tuple[float, int]:
+    """Summed squared log error over the cells' figures, and how many figures were compared."""
     engine = engine_for(params)
     cells = {c.id: c for c in spec.cells()}
     total, n = 0.0, 0
@@ -90,12 +101,12 @@ def _loss(engine_for, spec: SweepSpec, measured: list[CellResult], params: PerfP
             if pm[k] and mm[k]:
                 total += math.log(pm[k] / mm[k]) ** 2
                 n += 1
-    return total / n if n else math.inf
+    return total, n
 
 
-def _to_params(x: list[float]) -> PerfParams:
-    vals = {}
-    for name, v in zip(_FIELDS, x, strict=True):
+def _to_params(x: list[float], fields: tuple[str, ...], base: PerfParams) -> PerfParams:
+    vals = base.model_dump()
+    for name, v in zip(fields, x, strict=True):
         val = max(math.exp(v), _FLOOR[name])
         vals[name] = min(val, _CEIL.get(name, math.inf))
     return PerfParams(**vals)
@@ -142,19 +153,51 @@ def nelder_mead(f: Callable[[list[float]], float], x0: list[float], step: float 
 PRIOR_WEIGHT = 0.02
 
 
+class FitGroup(BaseModel, arbitrary_types_allowed=True):
+    """One measured run to fit on: how to build its simulated engine, its grid and its complete cells."""
+
+    engine_for: Callable[[PerfParams], object]
+    spec: SweepSpec
+    measured: list[CellResult]
+    hidden_size: int = Field(description="The measured model's hidden size (decides whether size can be fitted).")
+
+
 def fit(engine_for: Callable[[PerfParams], object], spec: SweepSpec, measured: list[CellResult],
         start: PerfParams, prior_weight: float = PRIOR_WEIGHT) -> PerfParams:  # fmt: skip
-    """Fit PerfParams to measured cells, starting from and regularised towards ``start`` (the priors)."""
-    if not measured:
+    """Fit PerfParams to one run's measured cells, starting from and regularised towards ``start`` (the priors)."""
+    return fit_groups([FitGroup(engine_for=engine_for, spec=spec, measured=measured, hidden_size=0)], start,
+                      prior_weight)  # fmt: skip
+
+
+def fit_groups(groups: list[FitGroup], start: PerfParams, prior_weight: float = PRIOR_WEIGHT) -> PerfParams:
+    """Fit PerfParams jointly to several measured runs (one hardware profile; any models and settings).
+
+    The loss is the mean squared log error over every figure of every cell of every run, plus the pull
+    towards ``start``. When the runs cover two or more model hidden sizes, ``compute_half_hidden`` (how
+    matmul efficiency grows with matrix size) is fitted too, unpulled, starting at the geometric mean of
+    the sizes; with one size it stays at ``start``'s value.
+    """
+    if not any(g.measured for g in groups):
         raise ConfigError("The run has no complete cells to calibrate on.")
+    sizes = sorted({g.hidden_size for g in groups if g.measured and g.hidden_size > 0})
+    fields = _FIELDS + ((_SIZE_FIELD,) if len(sizes) >= 2 else ())
     x0 = [math.log(max(getattr(start, k), _FLOOR[k] * 10)) for k in _FIELDS]
+    if len(sizes) >= 2:
+        h0 = start.compute_half_hidden or math.exp(statistics.fmean(math.log(h) for h in sizes))
+        x0.append(math.log(h0))
+    pulled = len(_FIELDS)
 
     def objective(x: list[float]) -> float:
-        ridge = prior_weight * sum((a - b) ** 2 for a, b in zip(x, x0, strict=True))
-        return _loss(engine_for, spec, measured, _to_params(x)) + ridge
+        params = _to_params(x, fields, start)
+        total, n = 0.0, 0
+        for g in groups:
+            t, k = _loss(g.engine_for, g.spec, g.measured, params)
+            total, n = total + t, n + k
+        ridge = prior_weight * sum((a - b) ** 2 for a, b in zip(x[:pulled], x0[:pulled], strict=True))
+        return (total / n if n else math.inf) + ridge
 
-    best, _ = nelder_mead(objective, x0)
-    return _to_params(best)
+    best, _ = nelder_mead(objective, x0, iters=220 + 40 * (len(fields) - len(_FIELDS)))
+    return _to_params(best, fields, start)
 
 
 def load_params(path: Path | str) -> PerfParams:

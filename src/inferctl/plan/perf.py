@@ -2,7 +2,7 @@
 
 One vLLM step runs every scheduled token through the model once. Its time is
 
-    max(FLOPs / (peak x compute_efficiency), bytes / (bandwidth x bw_efficiency))
+    max(FLOPs / (peak x compute_efficiency x h / (h + h_half)), bytes / (bandwidth x bw_efficiency))
       + step_overhead + per_seq_overhead x sequences + per_token x tokens + tensor-parallel all-reduces
       + drafting
 
@@ -48,6 +48,18 @@ class PerfParams(BaseModel):
         default=0.0, ge=0, description="Per scheduled token, microseconds: work that scales with tokens but not "
         "with model size (input preparation, CPU attention kernels); near 0 on GPUs, large on the CPU build."
     )
+
+    compute_half_hidden: float = Field(
+        default=0.0, ge=0, description="Hidden size at which matmul efficiency reaches half of compute_efficiency: "
+        "the achieved FLOP rate is peak x compute_efficiency x h / (h + this). Small matrices run far below peak "
+        "(per-row and per-element work that does not shrink with the matrix: loads, bf16 conversion, norms, "
+        "activations); 0 = efficiency independent of size. Only a fit on two or more model sizes can set it."
+    )
+
+    def effective_compute_efficiency(self, hidden_size: int) -> float:
+        """compute_efficiency at a model's hidden size (the saturating curve)."""
+        h0 = self.compute_half_hidden
+        return self.compute_efficiency * (hidden_size / (hidden_size + h0) if h0 > 0 else 1.0)
 
     @classmethod
     def prior(cls, r: Resolved) -> PerfParams:
@@ -108,7 +120,7 @@ class StepModel:
         self.window = min((layer.sliding_window or 0) for layer in m.layers if layer.attention == "sliding") if any(
             layer.attention == "sliding" for layer in m.layers) else 0
         self.act_bytes_per_token = 8.0 * m.hidden_size * m.num_layers / tp  # residual stream in and out, bf16
-        self.peak = acc.peak_flops(fmt) * params.compute_efficiency
+        self.peak = acc.peak_flops(fmt) * params.effective_compute_efficiency(m.hidden_size)
         self.bw = acc.bandwidth * params.bw_efficiency
         # Tensor parallelism: two all-reduces of the hidden state per layer, ring algorithm.
         self.comm_bytes_per_token = 0.0 if tp == 1 else 2 * m.num_layers * m.hidden_size * 2.0 * 2 * (tp - 1) / tp

@@ -55,3 +55,38 @@ def test_load_params_reads_calibration_output(tmp_path):
     bad.write_text("{}")
     with pytest.raises(ConfigError, match="does not hold performance parameters"):
         load_params(bad)
+
+
+def test_two_model_sizes_fit_the_size_curve_and_predict_a_third_size(tmp_path):
+    """A profile whose efficiency grows with matrix size: one size cannot learn it, two sizes can."""
+    from inferctl.local import tinymodel
+    from inferctl.plan.calibrate import FitGroup, fit_groups
+
+    sizes = {64: {}, 256: {"hidden_size": 256, "intermediate_size": 1024, "head_dim": 64, "global_head_dim": 128},
+             128: {"hidden_size": 128, "intermediate_size": 512}}  # fmt: skip
+    resolved = {}
+    for h, over in sizes.items():
+        tinymodel.build_tiny_model(tmp_path / str(h), **over)
+        resolved[h] = resolve(ServingConfig(model=str(tmp_path / str(h)), accelerator="cpu", max_model_len=4096,
+                                            kv_cache_memory_gib=1.0))  # fmt: skip
+    spec = SweepSpec(contexts=[128, 1024], concurrencies=[1, 4], output_tokens=16, requests=8,
+                     warmup=1).validate_grid()  # fmt: skip
+    prior = PerfParams.prior(resolved[64])
+    truth = prior.model_copy(update={"compute_efficiency": 0.4, "compute_half_hidden": 400.0})
+
+    def group(h):
+        def engine_for(p):
+            return SimEngine(resolved[h], p)
+
+        measured = [simulate_cell(engine_for(truth), spec, c)[0] for c in spec.cells()]
+        return FitGroup(engine_for=engine_for, spec=spec, measured=measured, hidden_size=h)
+
+    one = fit_groups([group(64)], prior)
+    two = fit_groups([group(64), group(256)], prior)
+    assert one.compute_half_hidden == 0  # one size: not fitted
+    assert two.compute_half_hidden > 0
+    held_out = group(128)
+    _, err_one = score(held_out.engine_for, one, spec, held_out.measured)
+    _, err_two = score(held_out.engine_for, two, spec, held_out.measured)
+    assert err_two["request_throughput"].median_abs < 10, (err_two, err_one)
+    assert err_two["request_throughput"].median_abs < err_one["request_throughput"].median_abs
