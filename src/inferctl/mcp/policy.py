@@ -8,6 +8,9 @@ Three access levels, each tool declares one::
     destructive  a write that can lose data or break a running service (destroy, scale). Listed only with
                  --allow-write, and each real (not dry-run) call is confirmed by the user through elicitation.
 
+``deploy`` is a write, not destructive, but it spends money until destroyed, so a real deploy is confirmed
+the same way.
+
 Why ``start_benchmark`` is a write: a sweep sends up to thousands of concurrent requests to the target, which
 on a production endpoint is an outage; ``query_model`` sends one request and stays read. ``simulate_sweep``
 is read: it computes, and writes only a new result directory in inferctl's own store.

@@ -188,7 +188,8 @@ def configure_logging(level: str = "INFO") -> None:
 def serve_stdio(policy: Policy) -> None:
     configure_logging()
     server = build_server(policy)
-    log.info("inferctl MCP server on stdio (%s, %d tools)", policy.mode, len(server._tool_manager.list_tools()))
+    log.info("inferctl MCP server on stdio (%s, %d tools)", policy.mode,
+             sum(policy.permits(s.access) for s in all_tools()))
     server.run()
 
 

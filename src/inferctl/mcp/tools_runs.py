@@ -137,8 +137,9 @@ async def start_benchmark(
     target: TargetArg = None,
     model: ModelArg = None,
     preset: Annotated[Literal["quick", "seed-grid"] | None, Field(
-        description="quick: 3 concurrencies x 2 contexts, minutes on a CPU. seed-grid: 1..2048 users x 13 "
-                    "contexts, hours on a GPU.")] = None,
+        description="Base grid; the other arguments override its values. quick (default): users [1,2,4] x "
+                    "contexts [128,512], 32 output tokens, 8 requests per cell - minutes on a CPU. seed-grid: "
+                    "1..2048 users x 13 contexts - hours on a GPU.")] = None,
     concurrencies: Annotated[IntList | None, Field(description="Closed-loop users per cell, e.g. [1, 8, 64].")] = None,
     contexts: Annotated[IntList | None, Field(description="Prompt lengths in tokens, e.g. [128, 1024].")] = None,
     output_tokens: Annotated[int | None, Field(ge=1, le=16384, description="Output tokens per request.")] = None,
@@ -167,8 +168,7 @@ async def start_benchmark(
     else:
         from inferctl.cli.bench import _spec
 
-        if not (preset or concurrencies or contexts):
-            preset = "quick"
+        preset = preset or "quick"  # its values fill whatever the call leaves out
         spec = _spec(preset=preset, concurrency=",".join(map(str, concurrencies)) if concurrencies else None,
                      context=",".join(map(str, contexts)) if contexts else None, rate=None, max_concurrency=None,
                      burstiness=1.0, output_tokens=output_tokens, natural_stop=False, api=api,
