@@ -10,6 +10,7 @@ import os
 import re
 from typing import Annotated, Literal
 
+from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
@@ -73,9 +74,11 @@ async def confirm_destroy(ctx: Context, profile: str, dry_run: bool = True,
                            + (" even if inferctl did not create it" if force else "") + "? This cannot be undone.")
 
 
-def _confirmed(c: Confirm) -> None:
-    if not c.confirm:
-        raise ToolError("The user did not confirm; nothing was changed.")
+def _confirmed(answer: ElicitationResult[Confirm]) -> None:
+    """Go ahead only on an explicit yes; a decline or cancel is a normal answer, said plainly."""
+    if answer.action != "accept" or not answer.data.confirm:
+        how = {"accept": "answered no", "decline": "declined", "cancel": "cancelled"}.get(answer.action, answer.action)
+        raise ToolError(f"The user {how}; nothing was changed.")
 
 
 # -- read -----------------------------------------------------------------------------------------------
@@ -184,7 +187,7 @@ async def deploy(
     dry_run: DryRunArg = True,
     project: ProjectArg = None,
     *,
-    confirmation: Annotated[Confirm, Resolve(confirm_deploy)],
+    confirmation: Annotated[ElicitationResult[Confirm], Resolve(confirm_deploy)],
 ) -> Annotated[CallToolResult, DeployResult]:
     """Deploy a profile to Google Cloud (Cloud Run GPU, GCE GPU VM or TPU VM). dry_run=True (default) returns
     the exact API requests and equivalent gcloud commands; dry_run=False sends exactly those, after the user
@@ -218,7 +221,7 @@ async def scale_deployment(
     force: Annotated[bool, Field(description="Act on a resource inferctl did not create.")] = False,
     project: ProjectArg = None,
     *,
-    confirmation: Annotated[Confirm, Resolve(confirm_scale)],
+    confirmation: Annotated[ElicitationResult[Confirm], Resolve(confirm_scale)],
 ) -> Annotated[CallToolResult, ChangeResult]:
     """Scale a deployed profile: Cloud Run min/max instances, or a GCE VM's machine type. TPUs cannot be
     resized in place. dry_run=True (default) shows the current state and the change; False applies it after
@@ -250,7 +253,7 @@ async def destroy_deployment(
     force: Annotated[bool, Field(description="Delete even a resource inferctl did not create.")] = False,
     project: ProjectArg = None,
     *,
-    confirmation: Annotated[Confirm, Resolve(confirm_destroy)],
+    confirmation: Annotated[ElicitationResult[Confirm], Resolve(confirm_destroy)],
 ) -> Annotated[CallToolResult, ChangeResult]:
     """Delete the one Google Cloud resource (service, VM or queued resource) a profile names, and refuse one
     inferctl did not create unless force. dry_run=True (default) says what would be deleted; False deletes

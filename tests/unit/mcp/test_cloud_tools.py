@@ -55,7 +55,8 @@ async def test_deploy_applies_only_after_the_user_confirms(gcp):
     asked: list[str] = []
     async with client(allow_write=True, elicitation_callback=answering("decline", asked)) as c:
         r = await c.call_tool("deploy", {"profile": PROFILE, "dry_run": False})
-    assert r.is_error and writes(gcp) == [] and PROFILE in asked[0]
+    assert r.is_error and "The user declined; nothing was changed" in text(r)
+    assert writes(gcp) == [] and PROFILE in asked[0]
     async with client(allow_write=True, elicitation_callback=answering("accept", asked)) as c:
         r = await c.call_tool("deploy", {"profile": PROFILE, "dry_run": False})
         assert not r.is_error, text(r)
@@ -68,6 +69,15 @@ async def test_deploy_applies_only_after_the_user_confirms(gcp):
         assert not gone.is_error, text(gone)
         assert gone.structured_content["action"] == "destroyed"
     assert len(asked) == 3 and "cannot be undone" in asked[-1]
+
+
+async def test_an_unticked_confirmation_changes_nothing(gcp):
+    async def no(context, params):
+        return ElicitResult(action="accept", content={"confirm": False})
+
+    async with client(allow_write=True, elicitation_callback=no) as c:
+        r = await c.call_tool("destroy_deployment", {"profile": PROFILE, "dry_run": False})
+    assert r.is_error and "The user answered no" in text(r) and writes(gcp) == []
 
 
 async def test_destructive_calls_are_refused_when_the_client_cannot_ask(gcp):
