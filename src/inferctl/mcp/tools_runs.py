@@ -166,14 +166,12 @@ async def start_benchmark(
         if preset or concurrencies or contexts:
             raise ToolError("Pass either resume or a grid (preset/concurrencies/contexts), not both.")
     else:
-        from inferctl.cli.bench import _spec
+        from inferctl.bench.spec import spec_from_flags
 
-        preset = preset or "quick"  # its values fill whatever the call leaves out
-        spec = _spec(preset=preset, concurrency=",".join(map(str, concurrencies)) if concurrencies else None,
-                     context=",".join(map(str, contexts)) if contexts else None, rate=None, max_concurrency=None,
-                     burstiness=1.0, output_tokens=output_tokens, natural_stop=False, api=api,
-                     requests=requests_per_cell, duration=None, warmup=None, seed=0, shared_prefix=0, slo=slos,
-                     error_threshold=0.5, timeout=600.0, workers="auto", transport="auto")
+        spec = spec_from_flags(preset=preset or "quick",  # the preset's values fill whatever the call leaves out
+                               concurrency=",".join(map(str, concurrencies)) if concurrencies else None,
+                               context=",".join(map(str, contexts)) if contexts else None,
+                               output_tokens=output_tokens, api=api, requests=requests_per_cell, slo=slos)
         grid = spec.model_dump(mode="json")
         t = await resolve(name, model)  # fail now, in this call, for an unknown target
         name = name or t.name
@@ -338,7 +336,7 @@ async def simulate_sweep(
     """Predict a benchmark sweep on hardware you do not have, with the planner's simulator, and store it as a
     run (source: simulated) that reports and comparisons read like a measured one. Seconds, no load anywhere.
     """
-    from inferctl.cli.bench import _spec
+    from inferctl.bench.spec import spec_from_flags
     from inferctl.ops.simulate import simulate
 
     args = ConfigArgs(model=model, accelerator=accelerator, count=count, quant=quant, kv_dtype=kv_dtype,
@@ -348,10 +346,7 @@ async def simulate_sweep(
     ctxs = ",".join(map(str, contexts or [128, 1024]))
 
     def go():
-        spec = _spec(preset=None, concurrency=conc, context=ctxs, rate=None, max_concurrency=None, burstiness=1.0,
-                     output_tokens=output_tokens, natural_stop=False, api="chat", requests=None, duration=None,
-                     warmup=None, seed=0, shared_prefix=0, slo=None, error_threshold=0.5, timeout=600.0, workers=1,
-                     transport="auto")
+        spec = spec_from_flags(concurrency=conc, context=ctxs, output_tokens=output_tokens, workers=1)
         summary = simulate(_config(args), spec, command=["inferctl", "mcp", "simulate_sweep"])
         return _status_of(summary.run_id)
 
