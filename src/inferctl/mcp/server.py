@@ -201,9 +201,9 @@ def http_app(policy: Policy, *, host: str, token: str | None):
     from mcp.server.transport_security import TransportSecuritySettings
 
     server = build_server(policy)
-    # Off loopback, every request must carry the token, which a DNS-rebinding page cannot add; the SDK's
-    # Host-header check would otherwise reject every real hostname.
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=host in LOOPBACK)
+    # On loopback the SDK's own Host/Origin check guards against DNS rebinding. Off loopback every request must
+    # carry the token, which a rebinding page cannot add, and the Host check would reject every real hostname.
+    security = None if host in LOOPBACK else TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(host=host, transport_security=security)
     return BearerAuth(app, token) if token else app
 

@@ -48,15 +48,21 @@ def test_http_refuses_a_public_bind_without_a_token():
         serve_http(Policy(), host="0.0.0.0", port=0, token=None)
 
 
-async def test_http_needs_the_bearer_token():
+async def test_http_needs_the_bearer_token_and_then_serves_mcp():
+    from mcp.client.streamable_http import streamable_http_client
+
     app = http_app(Policy(), host="127.0.0.1", token="s3cret-token")
     transport = httpx.ASGITransport(app=app)
+    url = "http://127.0.0.1:8765/mcp"  # the SDK's loopback Host check wants host:port
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     inner = app.app  # the SDK's Starlette app behind BearerAuth; its lifespan starts the session manager
-    async with inner.router.lifespan_context(inner), \
-            httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
-        assert (await http.post("/mcp", json=body)).status_code == 401
-        wrong = await http.post("/mcp", json=body, headers={"Authorization": "Bearer nope"})
-        assert wrong.status_code == 401 and "s3cret" not in wrong.text
-        right = await http.post("/mcp", json=body, headers={"Authorization": "Bearer s3cret-token"})
-        assert right.status_code != 401
+    async with inner.router.lifespan_context(inner):
+        async with httpx.AsyncClient(transport=transport) as http:
+            assert (await http.post(url, json=body)).status_code == 401
+            wrong = await http.post(url, json=body, headers={"Authorization": "Bearer nope"})
+            assert wrong.status_code == 401 and "s3cret" not in wrong.text
+        authed = httpx.AsyncClient(transport=transport, headers={"Authorization": "Bearer s3cret-token"})
+        async with Client(streamable_http_client(url, http_client=authed)) as c:
+            assert "get_status" in {t.name for t in (await c.list_tools()).tools}
+            result = await c.call_tool("list_targets", {})
+            assert not result.is_error and result.structured_content["server_mode"] == "read-only"
