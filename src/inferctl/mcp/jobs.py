@@ -112,7 +112,7 @@ def active_for(target: str | None) -> BenchJob | None:
     return None
 
 
-def start(target: str | None, grid: dict[str, Any] | None, resume: str | None) -> BenchJob:
+def start(target: str | None, grid: dict[str, Any] | None, resume: str | None, model: str | None = None) -> BenchJob:
     """Write the job file and spawn the child; returns at once (status 'starting')."""
     directory = jobs_dir()
     directory.mkdir(parents=True, exist_ok=True)
@@ -121,7 +121,7 @@ def start(target: str | None, grid: dict[str, Any] | None, resume: str | None) -
     log_path = directory / f"{job_id}.log"
     now = time.time()
     job = BenchJob(job_id=job_id, target=target, started_at=now, updated_at=now, log_path=str(log_path),
-                   request={"target": target, "grid": grid, "resume": resume})
+                   request={"target": target, "model": model, "grid": grid, "resume": resume})
     _write(path, job)
     with log_path.open("ab") as log:
         subprocess.Popen(  # noqa: S603 - a fixed argument list; the grid is in the job file
@@ -186,7 +186,13 @@ def run_job(path: Path) -> int:
     signal.signal(signal.SIGTERM, stop)
     req = job.request
     try:
-        target = resolve_target(req["target"]) if req.get("target") or not req.get("resume") else None
+        name, model = req.get("target"), req.get("model")
+        if name and name.startswith(("http://", "https://")):  # a URL target: no credentials, as in the server
+            target = resolve_target(url=name, model=model)
+        elif name or not req.get("resume"):
+            target = resolve_target(name, model=model)
+        else:
+            target = None  # resume: the run's recorded target
         spec = SweepSpec.model_validate(req["grid"]) if req.get("grid") else None
         summary = asyncio.run(bench.sweep(target, spec, resume=req.get("resume"), reporter=_JobReporter(path, job),
                                           command=["inferctl", "mcp", "start_benchmark", job.job_id]))

@@ -179,7 +179,7 @@ async def start_benchmark(
     if busy:
         raise ToolError(f"A benchmark on target '{name}' is already running ({busy.run_id or busy.job_id}); poll it "
                         "with get_benchmark_status, or wait for it to finish.")
-    job = await in_thread(lambda: jobs.start(name, grid, resume))
+    job = await in_thread(lambda: jobs.start(name, grid, resume, model))
     with anyio.move_on_after(20):  # the run id appears once the child has resolved the model and calibrated
         while True:
             status = await in_thread(lambda: _status_of(job.job_id))
@@ -200,13 +200,10 @@ async def get_benchmark_status(
     imported or simulated): status, cells done/total, the cell running now, and each finished cell's
     throughput, TTFT/TPOT/E2E p50, error rate. With wait_seconds it returns early when a cell finishes.
     """
-    from inferctl.mcp import jobs
-
     first = await in_thread(lambda: _status_of(run_id))
     status = first
     with anyio.move_on_after(wait_seconds):
-        while status.status not in jobs.TERMINAL and status.status in ("starting", "running") and \
-                status.cells_done == first.cells_done:
+        while status.status in ("starting", "running") and status.cells_done == first.cells_done:
             await anyio.sleep(0.5)
             status = await in_thread(lambda: _status_of(run_id))
     return result(status, _summary(status))

@@ -85,9 +85,9 @@ async def test_resources_and_prompts():
 
 async def test_background_benchmark_returns_a_run_id_then_polls_to_complete(isolated):
     with FakeVLLM(FakeConfig(model="fake-model", ttft_ms=2, itl_ms=1, instant=True)) as fake:
-        (isolated / "config.toml").write_text(f'[targets.fake]\nurl = "{fake.url}"\n', encoding="utf-8")
-        async with client(allow_write=True) as c:
-            started = await c.call_tool("start_benchmark", {"target": "fake", "concurrencies": [1, 2],
+        async with client(allow_write=True) as c:  # a URL target, and an explicit served model
+            started = await c.call_tool("start_benchmark", {"target": fake.url, "model": "fake-model",
+                                                            "concurrencies": [1, 2],
                                                             "contexts": [16], "output_tokens": 4,
                                                             "requests_per_cell": 4})
             assert not started.is_error, text(started)
@@ -102,7 +102,7 @@ async def test_background_benchmark_returns_a_run_id_then_polls_to_complete(isol
         out = status.structured_content
         assert out["status"] == "complete", out
         assert out["cells_done"] == 2 and all(cell["ok"] >= 4 for cell in out["cells"])
-        assert out["job_id"].startswith("job-")
+        assert out["job_id"].startswith("job-") and out["model"] == "fake-model"
 
 
 async def test_one_benchmark_per_target_at_a_time(isolated):
