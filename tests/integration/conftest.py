@@ -33,6 +33,9 @@ from inferctl.local.tinymodel import SERVED_MODEL_NAME, ensure_tiny_model
 MAX_MODEL_LEN = 2048
 NGRAM_SPEC = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 2}
 INTEGRATION_DIR = Path(__file__).parent
+# An idle 2-core machine starts the engine in 1-2 minutes; a machine shared with other jobs has been
+# seen to take 13. Better a slow pass than a whole integration suite lost to one slow start.
+ENGINE_START_TIMEOUT = 1500.0
 
 
 def free_port() -> int:
@@ -82,12 +85,17 @@ def local_engine(tiny_model_dir, local_engine_home) -> Iterator[EngineState]:
     from inferctl.ops import local as ops
 
     with inferctl_home(local_engine_home):
-        ops.up(
-            model_dir=tiny_model_dir,
-            port=free_port(),
-            served_model_name=SERVED_MODEL_NAME,
-            max_model_len=MAX_MODEL_LEN,
-        )
+        try:
+            ops.up(
+                model_dir=tiny_model_dir,
+                port=free_port(),
+                served_model_name=SERVED_MODEL_NAME,
+                max_model_len=MAX_MODEL_LEN,
+                timeout=ENGINE_START_TIMEOUT,
+            )
+        except BaseException:
+            ops.down()  # `up` leaves a slow engine running for a person to wait on; a test run must not
+            raise
         state = read_state()
     assert state is not None
     yield state
@@ -115,7 +123,7 @@ def local_engine_specdecode(tiny_model_dir, local_engine_home) -> Iterator[Engin
             ],
         )
     try:
-        engine.wait_ready(state)
+        engine.wait_ready(state, timeout=ENGINE_START_TIMEOUT)
         yield state
     finally:
         engine.terminate(state)
