@@ -97,5 +97,6 @@ async def test_benchmark_report_compare_and_cost(home):
                                                   "labels": ["cpu-measured", "l4-predicted"]})
         assert compared["comparison"]["cells"]
 
-        cost = await call(c, "estimate_cost", {"run_ids": [run_id], "price_per_hour": 0.5})
+        cost = await call(c, "estimate_cost", {"run_ids": [run_id], "price_per_hour": 0.5,
+                                               "include_cells": True})
         assert cost["result"]["cells"]

@@ -51,6 +51,10 @@ async def compare_runs(
     run_ids: RunIds,
     labels: Annotated[list[Annotated[str, Field(max_length=40)]] | None, Field(
         max_length=6, description="Short names per run, e.g. ['mtp-off', 'mtp-on'].")] = None,
+    context: Annotated[int | None, Field(ge=1, le=10_000_000, description="Only the matched cells of this "
+                                         "context length (verdicts still cover every cell).")] = None,
+    max_cells: Annotated[int, Field(ge=0, le=200, description="Most matched cells to return (each carries every "
+                                    "metric for every run).")] = 12,
 ) -> Annotated[CallToolResult, CompareResult]:
     """Compare runs cell by cell (same context and load): each metric's value per run, the change vs the first
     run, the clear winner per cell, and per-metric verdicts with where each configuration wins. Use for "did
@@ -60,7 +64,13 @@ async def compare_runs(
 
     r = await in_thread(lambda: compare(run_ids, labels=labels, files=False))
     cmp = r.comparison
-    lines = [f"**{' vs '.join(x.label for x in cmp.runs)}** (baseline {cmp.baseline}), {len(cmp.cells)} matched cells"]
+    matched = len(cmp.cells)
+    cells = [x for x in cmp.cells if context is None or x.context == context][:max_cells]
+    # Verdicts keep their first statements (the biggest wins and losses); every number is in the cells.
+    verdicts = [v.model_copy(update={"statements": v.statements[:2]}) for v in cmp.verdicts]
+    r = r.model_copy(update={"comparison": cmp.model_copy(update={"cells": cells, "verdicts": verdicts})})
+    lines = [f"**{' vs '.join(x.label for x in cmp.runs)}** (baseline {cmp.baseline}), {matched} matched cells"
+             + (f", {len(cells)} returned (pass context= for one row)" if len(cells) < matched else "")]
     lines += [f"- {s}" for s in cmp.summary[:10]]
     lines += [f"- differs: {k}: {v}" for k, v in list(cmp.config_differences.items())[:8]]
     return result(r, "\n".join(lines))
@@ -71,6 +81,11 @@ class CostAnswer(BaseModel):
 
     result: CostResult | None = None
     ranking: CostRanking | None = None
+    cells_included: bool = Field(description="False: per-cell costs were left out (include_cells=true for them).")
+
+
+def _lean(r: CostResult, include_cells: bool) -> CostResult:
+    return r if include_cells else r.model_copy(update={"cells": []})
 
 
 @guard(timeout=55.0)
@@ -87,6 +102,8 @@ async def estimate_cost(
     active_hours: Annotated[float, Field(ge=0, le=24, description="Hours per day the service is busy (for the "
                                          "scale-to-zero monthly estimate).")] = 8.0,
     slos: Slos = None,
+    include_cells: Annotated[bool, Field(description="Also return the cost of every cell (large); by default "
+                                         "only the per-context cost at SLO capacity and the monthly totals.")] = False,
 ) -> Annotated[CallToolResult, CostAnswer]:
     """Cost per million requests and per million output tokens for each cell and at the highest load meeting
     the SLOs, plus a month always-on vs active-only (scale to zero). With several runs: ranked cheapest first
@@ -102,7 +119,8 @@ async def estimate_cost(
                  f"month always-on ${r.monthly.always_on_usd:,.0f}, active-only ${r.monthly.active_only_usd:,.0f}"]
         lines += [f"- ctx {c.context}: at SLO capacity {fmt(c.request_throughput, ' req/s', 2)}, "
                   f"${fmt(c.usd_per_million_output_tokens, '', 3)}/M output tokens" for c in r.capacity[:16]]
-        return result(CostAnswer(result=r), "\n".join(lines + [f"note: {n}" for n in r.notes[:5]]))
+        answer = CostAnswer(result=_lean(r, include_cells), cells_included=include_cells)
+        return result(answer, "\n".join(lines + [f"note: {n}" for n in r.notes[:5]]))
     if price_per_hour is not None:
         from mcp.server.mcpserver.exceptions import ToolError
 
@@ -110,7 +128,8 @@ async def estimate_cost(
     ranking = await in_thread(lambda: cost_compare(run_ids, hardware=hardware, tier=tier, slos=slos,
                                                    active_hours=active_hours))
     lines = [f"**Cost ranking** at SLOs {', '.join(ranking.slos)}"] + [f"- {s}" for s in ranking.summary[:10]]
-    return result(CostAnswer(ranking=ranking), "\n".join(lines))
+    ranking = ranking.model_copy(update={"results": [_lean(x, include_cells) for x in ranking.results]})
+    return result(CostAnswer(ranking=ranking, cells_included=include_cells), "\n".join(lines))
 
 
 def tools() -> list[ToolSpec]:

@@ -58,7 +58,9 @@ class BenchmarkStatus(BaseModel):
     current_cell: str | None = None
     error: str | None = None
     notes: list[str] = Field(default_factory=list)
-    cells: list[CellBrief] = Field(default_factory=list, description="Finished cells, in grid order.")
+    cells: list[CellBrief] = Field(default_factory=list, description="Finished cells, in grid order (the newest "
+                                   "max_cells, of the asked context when one was given).")
+    cells_omitted: int = Field(default=0, description="Finished cells left out to keep the answer small.")
     report_uri: str | None = Field(default=None, description="Resource with the full markdown report.")
     next_step: str | None = None
 
@@ -113,6 +115,13 @@ def _status_of(ref: str) -> BenchmarkStatus:
     return out
 
 
+def trim(status: BenchmarkStatus, context: int | None, max_cells: int) -> BenchmarkStatus:
+    """Keep an answer small: one context row when asked, and the newest ``max_cells`` cells."""
+    cells = [c for c in status.cells if context is None or c.context == context]
+    kept = cells[-max_cells:]
+    return status.model_copy(update={"cells": kept, "cells_omitted": len(status.cells) - len(kept)})
+
+
 def _summary(s: BenchmarkStatus) -> str:
     head = (f"**{s.run_id or s.job_id}** {s.status}: {s.cells_done}/{s.cells_total or '?'} cells"
             + (f", now {s.current_cell}" if s.current_cell else "") + (f" ({s.model})" if s.model else ""))
@@ -126,6 +135,8 @@ def _summary(s: BenchmarkStatus) -> str:
             lines.append(f"| {c.id} | {c.status} | {fmt(c.request_throughput, '', 2)} | "
                          f"{fmt(c.output_throughput)} | {fmt(c.ttft_p50_ms)} | {fmt(c.tpot_p50_ms, '', 2)} | "
                          f"{c.error_rate:.0%} |")
+    if s.cells_omitted:
+        lines.append(f"({s.cells_omitted} more cells: pass context= for one row, or read {s.report_uri})")
     if s.next_step:
         lines.append(s.next_step)
     return "\n".join(lines)
@@ -195,6 +206,9 @@ async def get_benchmark_status(
     run_id: RunArg,
     wait_seconds: Annotated[int, Field(ge=0, le=MAX_WAIT_S, description="Wait up to this long for the next "
                                        "finished cell before answering (0 = answer now).")] = 0,
+    context: Annotated[int | None, Field(ge=1, le=10_000_000, description="Only the cells of this context "
+                                         "length (prompt tokens).")] = None,
+    max_cells: Annotated[int, Field(ge=1, le=200, description="Most cells to return (the newest).")] = 60,
 ) -> Annotated[CallToolResult, BenchmarkStatus]:
     """Progress and results of a benchmark started with start_benchmark, or of any stored run (measured,
     imported or simulated): status, cells done/total, the cell running now, and each finished cell's
@@ -206,6 +220,7 @@ async def get_benchmark_status(
         while status.status in ("starting", "running") and status.cells_done == first.cells_done:
             await anyio.sleep(0.5)
             status = await in_thread(lambda: _status_of(run_id))
+    status = trim(status, context, max_cells)
     return result(status, _summary(status))
 
 
@@ -345,7 +360,7 @@ async def simulate_sweep(
     def go():
         spec = spec_from_flags(concurrency=conc, context=ctxs, output_tokens=output_tokens, workers=1)
         summary = simulate(_config(args), spec, command=["inferctl", "mcp", "simulate_sweep"])
-        return _status_of(summary.run_id)
+        return trim(_status_of(summary.run_id), None, 24)
 
     status = await in_thread(go)
     return result(status, _summary(status))

@@ -42,6 +42,10 @@ async def test_simulated_runs_list_poll_report_compare_and_cost():
         assert {run_a, run_b} <= {r["run_id"] for r in runs.structured_content["runs"]}
         status = await c.call_tool("get_benchmark_status", {"run_id": run_a})
         assert status.structured_content["cells_done"] == 2 and "| cell |" in status.content[0].text
+        one = await c.call_tool("get_benchmark_status", {"run_id": run_a, "max_cells": 1})
+        assert len(one.structured_content["cells"]) == 1 and one.structured_content["cells_omitted"] == 1
+        row = await c.call_tool("get_benchmark_status", {"run_id": run_a, "context": 999})
+        assert row.structured_content["cells"] == [] and row.structured_content["cells_done"] == 2
 
         report = await c.call_tool("get_run_report", {"run_id": run_a, "write_html": False})
         assert not report.is_error, text(report)
@@ -56,6 +60,7 @@ async def test_simulated_runs_list_poll_report_compare_and_cost():
         cost = await c.call_tool("estimate_cost", {"run_ids": [run_a], "price_per_hour": 0.9})
         assert not cost.is_error, text(cost)
         assert cost.structured_content["result"]["monthly"]["always_on_usd"] == pytest.approx(0.9 * 730, rel=0.01)
+        assert cost.structured_content["result"]["cells"] == [] and cost.structured_content["result"]["capacity"]
         ranked = await c.call_tool("estimate_cost", {"run_ids": [run_a, run_b], "hardware": ["cloudrun-l4",
                                                                                             "cloudrun-rtx-pro-6000"]})
         assert not ranked.is_error, text(ranked)
