@@ -36,27 +36,45 @@ def _root(
         os.environ["INFERCTL_DEBUG"] = "1"
 
 
-def _register() -> None:
-    from inferctl.cli import bench, local, observe, runs
+# Help panels, in the order a user meets them (DESIGN.md, "The journey of a user").
+PANELS = {
+    "Local engine": ["local"],
+    "Observe any endpoint": ["status", "health", "models", "metrics", "memory", "query", "logs", "remediate"],
+    "Benchmark and report": ["bench", "runs", "report", "compare", "cost", "import"],
+    "Plan before you spend": ["plan", "simulate", "calibrate", "sim"],
+    "Google Cloud": ["profiles", "deploy", "describe", "scale", "destroy", "capacity", "secrets", "artifacts"],
+    "Agents": ["mcp"],
+}
 
-    observe.register(app)
+
+def _register() -> None:
+    from inferctl.cli import bench, cloud, deploy, local, logs, mcp, observe, plan, report, runs
+
     app.add_typer(local.app, name="local")
+    observe.register(app)
+    logs.register(app)
     bench.register(app)
     runs.register(app)
-    from inferctl.cli import cloud, deploy, logs
-
-    deploy.register(app)
-    cloud.register(app)
-    logs.register(app)
-    from inferctl.cli import plan
-
-    plan.register(app)
-    from inferctl.cli import report
-
     report.register(app)
-    from inferctl.cli import mcp
-
+    plan.register(app)
+    cloud.register(app)
+    deploy.register(app)
     mcp.register(app)
+    _group_help()
+
+
+def _group_help() -> None:
+    """Put every command in its help panel and list panels and commands in the journey's order."""
+    order = {name: i for i, name in enumerate(n for names in PANELS.values() for n in names)}
+    panel_of = {name: panel for panel, names in PANELS.items() for name in names}
+
+    def name_of(info) -> str:
+        return info.name or info.callback.__name__.rstrip("_").replace("_", "-")
+
+    for infos in (app.registered_commands, app.registered_groups):
+        for info in infos:
+            info.rich_help_panel = panel_of.get(name_of(info), "Other")
+        infos.sort(key=lambda info: order.get(name_of(info), len(order)))
 
 
 _register()
