@@ -39,11 +39,16 @@ class SimEngine:
     def step(self) -> StepModel:
         return StepModel(self.resolved, self.params)
 
+    @cached_property
+    def _blocks_cache(self) -> dict:
+        return {}
+
     def scheduler(self) -> Scheduler:
         r = self.resolved
         return Scheduler(self.step, self.memory.kv, max_num_seqs=r.max_num_seqs,
                          max_num_batched_tokens=r.max_num_batched_tokens,
-                         request_overhead_s=self.params.request_overhead_ms / 1000)  # fmt: skip
+                         request_overhead_s=self.params.request_overhead_ms / 1000,
+                         blocks_cache=self._blocks_cache)  # fmt: skip
 
 
 def weighted_dist(segments: list[tuple[float, float]]) -> Dist:
@@ -53,17 +58,21 @@ def weighted_dist(segments: list[tuple[float, float]]) -> Dist:
     if not total:
         return Dist()
 
-    def pct(p: float) -> float:
-        target, acc = p / 100 * total, 0.0
-        for v, n in segs:
-            acc += n
-            if acc >= target:
-                return v
-        return segs[-1][0]
+    # The first value whose cumulative count reaches p% of the total, for all four p in one pass.
+    targets = [p / 100 * total for p in (50, 90, 95, 99)]
+    found: list[float] = []
+    acc = 0.0
+    for v, n in segs:
+        acc += n
+        while len(found) < len(targets) and acc >= targets[len(found)]:
+            found.append(v)
+        if len(found) == len(targets):
+            break
+    found += [segs[-1][0]] * (len(targets) - len(found))
 
     r = lambda x: round(x, 4)  # noqa: E731
-    return Dist(count=int(total), mean=r(sum(v * n for v, n in segs) / total), p50=r(pct(50)), p90=r(pct(90)),
-                p95=r(pct(95)), p99=r(pct(99)), min=r(segs[0][0]), max=r(segs[-1][0]))  # fmt: skip
+    return Dist(count=int(total), mean=r(sum(v * n for v, n in segs) / total), p50=r(found[0]), p90=r(found[1]),
+                p95=r(found[2]), p99=r(found[3]), min=r(segs[0][0]), max=r(segs[-1][0]))  # fmt: skip
 
 
 def _load(spec: SweepSpec, cell: CellSpec) -> tuple[int, int]:

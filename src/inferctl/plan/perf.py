@@ -120,6 +120,10 @@ class StepModel:
         self.window = min((layer.sliding_window or 0) for layer in m.layers if layer.attention == "sliding") if any(
             layer.attention == "sliding" for layer in m.layers) else 0
         self.act_bytes_per_token = 8.0 * m.hidden_size * m.num_layers / tp  # residual stream in and out, bf16
+        self._per_token_bytes = self.write_per_token + self.act_bytes_per_token
+        self._step_s = params.step_overhead_ms / 1000
+        self._seq_s = params.per_seq_overhead_ms / 1000
+        self._token_s = params.per_token_us * 1e-6
         self.peak = acc.peak_flops(fmt) * params.effective_compute_efficiency(m.hidden_size)
         self.bw = acc.bandwidth * params.bw_efficiency
         # Tensor parallelism: two all-reduces of the hidden state per layer, ring algorithm.
@@ -173,11 +177,10 @@ class StepModel:
         if prefill_tokens:
             kv_read += (self.read_full * prefill_attn_full + self.read_sliding * prefill_attn_sliding) / prefill_tokens
         nbytes = weights + (self.lm_head_bytes if samplers else 0.0) + kv_read
-        nbytes += tokens * (self.write_per_token + self.act_bytes_per_token)
+        nbytes += tokens * self._per_token_bytes
         t = max(flops / self.peak, nbytes / self.bw)
-        p = self.params
-        t += p.step_overhead_ms / 1000 + p.per_seq_overhead_ms / 1000 * (decode_seqs + prefill_seqs)
-        t += p.per_token_us * 1e-6 * tokens
+        t += self._step_s + self._seq_s * (decode_seqs + prefill_seqs)
+        t += self._token_s * tokens
         if self.tp > 1:
             t += tokens * self.comm_bytes_per_token / self.link + self.comm_latency
         if self.spec_k and decode_seqs:

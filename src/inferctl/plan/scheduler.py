@@ -111,8 +111,12 @@ class Scheduler:
     """Simulate one cell: requests arrive (closed loop at a concurrency, or at given send times)."""
 
     def __init__(self, step: StepModel, layout: KVLayout, *, max_num_seqs: int, max_num_batched_tokens: int,
-                 request_overhead_s: float = 0.0) -> None:
+                 request_overhead_s: float = 0.0, blocks_cache: dict | None = None) -> None:
         self.step = step
+        # blocks() is a pure function of (context, new) for one layout and is asked the same few
+        # questions over and over (every request of a cell has the same prompt): memoised, shareable
+        # between the cells of one engine.
+        self._blocks_cache: dict = {} if blocks_cache is None else blocks_cache
         self.layout = layout
         self.max_num_seqs = max_num_seqs
         self.budget = max_num_batched_tokens
@@ -147,6 +151,13 @@ class Scheduler:
         ``remove_skipped_blocks``), so they hold at most window - 1 + new tokens, plus one block because
         the window rarely starts on a block boundary.
         """
+        key = (context, new)
+        cached = self._blocks_cache.get(key)
+        if cached is None:
+            cached = self._blocks_cache[key] = self._count_blocks(context, new)
+        return cached
+
+    def _count_blocks(self, context: float, new: float) -> float:
         total = 0.0
         for n, bs in self._full:
             total += n * -(-context // bs)
@@ -184,6 +195,11 @@ class Scheduler:
         admitted: list[SimRequest] = []  # admission order; preemption pops the newest still running
         L = self.step.tokens_per_step
         k1 = 1 + self.step.spec_k
+        step_time, window = self.step.step_time, self.window
+        # Hot loop: methods and constants as locals.
+        blocks, num_blocks, max_num_seqs = self.blocks, self.num_blocks, self.max_num_seqs
+        a_full, a_sliding, c_seq, growth_per_token = self._a_full, self._a_sliding, self._c_seq, self._growth_per_token
+        heappop = heapq.heappop
 
         def send_more(now: float) -> None:
             nonlocal in_flight
@@ -249,7 +265,7 @@ class Scheduler:
         send_more(t)
         while pending or arrivals or waiting or prefilling or decoding:
             while arrivals and arrivals[0][0] <= t + 1e-12:
-                waiting.append(heapq.heappop(arrivals)[2])
+                waiting.append(heappop(arrivals)[2])
             if not (waiting or prefilling or decoding):
                 nxt = arrivals[0][0] if arrivals else (pending[0].send if pending and in_flight < limit else None)
                 if nxt is None:
@@ -257,15 +273,18 @@ class Scheduler:
                 t = max(t, nxt)
                 send_more(t)
                 continue
-            attn.advance(g)
-            if kvs is not attn:
+            if attn.heap and attn.heap[0][0] <= g:
+                attn.advance(g)
+            if kvs is not attn and kvs.heap and kvs.heap[0][0] <= g:
                 kvs.advance(g)
             n_dec = len(decoding)
             full_ctx = full_const + n_dec * g
-            used = self._a_full * full_ctx + self._a_sliding * kvs.total(g) + self._c_seq * n_dec + prefill_blocks
+            attn_ctx = attn.growing_const + attn.growing * g + attn.capped * attn.cap  # attn.total(g), inline
+            kv_kept = attn_ctx if kvs is attn else kvs.growing_const + kvs.growing * g + kvs.capped * kvs.cap
+            used = a_full * full_ctx + a_sliding * kv_kept + c_seq * n_dec + prefill_blocks
             # KV for the decode step itself: every decoding sequence may open a block per group.
-            growth = n_dec * k1 * self._growth_per_token
-            if used + growth > self.num_blocks and (n_dec + len(prefilling)) > 1 and preempt_newest():
+            growth = n_dec * k1 * growth_per_token
+            if used + growth > num_blocks and (n_dec + len(prefilling)) > 1 and preempt_newest():
                 continue
             budget = self.budget - n_dec * k1
             chunks: list[tuple[SimRequest, int]] = []
@@ -273,20 +292,20 @@ class Scheduler:
                 if budget <= 0:
                     break
                 c = min(r.to_prefill - r.prefilled, budget)
-                need = self.blocks(r.prefilled + c, c) - r.held
-                if used + growth + need > self.num_blocks:
+                need = blocks(r.prefilled + c, c) - r.held
+                if used + growth + need > num_blocks:
                     break
                 used += need
                 chunks.append((r, c))
                 budget -= c
-            while waiting and budget > 0 and n_dec + len(prefilling) < self.max_num_seqs:
+            while waiting and budget > 0 and n_dec + len(prefilling) < max_num_seqs:
                 r = waiting[0]
                 if r.to_prefill == 0:
                     r.to_prefill = r.prompt
                 c = min(r.to_prefill, budget)
-                need = self.blocks(c, c)
-                if used + growth + need > self.num_blocks:
-                    if not (decoding or prefilling) and self.blocks(r.prompt + r.output) > self.num_blocks:
+                need = blocks(c, c)
+                if used + growth + need > num_blocks:
+                    if not (decoding or prefilling) and blocks(r.prompt + r.output) > num_blocks:
                         waiting.popleft()  # can never fit: vLLM rejects it
                         r.status = "rejected"
                         finish(r, t)
@@ -326,15 +345,15 @@ class Scheduler:
                 steps = math.inf
                 if finish_heap:
                     steps = max(1, math.ceil((finish_heap[0][0] - g) / L - 1e-9))
-                free = self.num_blocks - used
+                free = num_blocks - used
                 if growth > 0:
                     steps = min(steps, max(1, int(free / growth)))
                 # A waiting request that was not admitted now only becomes admissible after a finish
                 # (slots, budget or blocks free up), which already bounds the jump.
                 next_arrival = arrivals[0][0] if arrivals else (pending[0].send if pending and concurrency is None
                                                                else math.inf)  # fmt: skip
-                if next_arrival < math.inf and n_dec < self.max_num_seqs:
-                    dt1 = self._time(n_dec, full_ctx, attn.total(g), [])
+                if next_arrival < math.inf and n_dec < max_num_seqs:
+                    dt1 = self._time(n_dec, full_ctx, attn_ctx, [])
                     steps = min(steps, max(1, math.ceil((next_arrival - t) / max(dt1, 1e-9))))
                 steps = int(min(steps, 1_000_000))
             elif len(chunks) == 1 and budget <= 0:  # budget used up: nobody can be admitted meanwhile
@@ -345,12 +364,24 @@ class Scheduler:
                     if finish_heap:
                         steps = min(steps, max(1, math.ceil((finish_heap[0][0] - g) / L - 1e-9)))
                     if growth > 0:
-                        per = growth + self.blocks(c, c) - self.blocks(0, 0)
-                        steps = min(steps, max(1, int((self.num_blocks - used) / max(per, 1e-9))))
+                        per = growth + blocks(c, c) - blocks(0, 0)
+                        steps = min(steps, max(1, int((num_blocks - used) / max(per, 1e-9))))
             mid = (steps - 1) / 2 * L
-            dt = self._time(n_dec, full_ctx + n_dec * mid, attn.total(g) + attn.growing * mid,
-                            [(r.prefilled + c * (steps - 1) / 2, c) for r, c in chunks],
-                            sampling=sum(1 for r, c in chunks if r.prefilled + c * steps >= r.to_prefill))
+            if chunks:  # what _time() computes, inline: this is the hottest line of a sweep
+                pf_tokens = pf_full = pf_sliding = 0.0
+                sampling = 0
+                for r, c in chunks:
+                    start = r.prefilled + c * (steps - 1) / 2
+                    cmid = start + c / 2
+                    pf_tokens += c
+                    pf_full += c * cmid
+                    pf_sliding += c * (cmid if cmid < window else window)
+                    if r.prefilled + c * steps >= r.to_prefill:
+                        sampling += 1
+                dt = step_time(n_dec, full_ctx + n_dec * mid, attn_ctx + attn.growing * mid, pf_tokens, pf_full,
+                               pf_sliding, len(chunks), sampling)  # fmt: skip
+            else:
+                dt = step_time(n_dec, full_ctx + n_dec * mid, attn_ctx + attn.growing * mid)
             t += dt * steps
             stats.steps += steps
             stats.busy_time += dt * steps
@@ -373,11 +404,11 @@ class Scheduler:
                     else:
                         start_decode(r)
                 else:
-                    held = self.blocks(r.prefilled, 0)
+                    held = blocks(r.prefilled, 0)
                     prefill_blocks += held - r.held
                     r.held = held
             while finish_heap and finish_heap[0][0] <= g + 1e-9:
-                _, idx = heapq.heappop(finish_heap)
+                _, idx = heappop(finish_heap)
                 r = decoding.get(idx)
                 if r is None or (r.base - r.prompt) + (g - r.g0) < r.output - 1e-9:
                     continue  # stale entry (preempted and re-admitted)
@@ -386,7 +417,8 @@ class Scheduler:
                 finish(r, t)
             if on_step is not None:
                 on_step(t, len(decoding) + len(prefilling), len(waiting))
-            send_more(t)
+            if pending:
+                send_more(t)
         return stats
 
     def _time(self, n_dec: int, full_ctx: float, sliding_ctx: float, chunks: list[tuple[float, int]],
