@@ -26,7 +26,8 @@ KvGibOpt = Annotated[float | None, typer.Option("--kv-cache-gib", help="KV memor
                                                 "(--kv-cache-memory-bytes; the CPU engine's KV space).")]
 SpecOpt = Annotated[str | None, typer.Option("--speculative", help="mtp[:N][@a1,a2,..], ngram[:N] or off.")]
 PriceOpt = Annotated[float | None, typer.Option("--price-per-hour", help="USD per device-hour, for cost "
-                                                "per million tokens (until the price catalog lands).")]
+                                                "per million tokens (default: the price catalog's for the "
+                                                "profile or accelerator).")]
 TextOpt = Annotated[bool, typer.Option("--text-only", help="Do not count vision/audio encoder weights.")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", help="A deployment profile (inferctl profiles) "
                                                 "instead of the flags above.")]
@@ -96,7 +97,7 @@ def plan(
                   max_num_seqs, max_num_batched_tokens, block_size, kv_cache_gib, speculative, price_per_hour,
                   text_only)
     params = _params(calibration)
-    report = run(lambda: plan_op(cfg, context=context, output_tokens=output_tokens, params=params))
+    report = run(lambda: plan_op(cfg, context=context, output_tokens=output_tokens, params=params, profile=profile))
     emit(report, as_json, plan_render.plan)
     if not report.fits:
         raise typer.Exit(1)
@@ -149,7 +150,7 @@ def simulate(
                                        slo=slo, workers=1))  # fmt: skip
     params = _params(calibration)
     summary = run(lambda: simulate_op(cfg, spec, params=params, root=runs_dir, write_requests=requests_log,
-                                      command=argv()))  # fmt: skip
+                                      command=argv(), profile=profile))  # fmt: skip
     if quiet and not as_json:
         typer.echo(summary.path)
         return

@@ -59,6 +59,8 @@ def plan(report: Any) -> None:
                       _n(x.output_throughput), f"{_n(x.ttft_p50_ms, ',.0f')} ms", f"{_n(x.tpot_p50_ms)} ms",
                       _n(x.tokens_per_user), _n(x.cost_per_million_output_tokens, ",.3f"))
         c.print(p)
+        if report.price_per_device_hour is not None:
+            c.print(f"[dim]price: {report.price_per_device_hour:g} USD per device-hour ({report.price_source})[/]")
     for note in report.notes:
         c.print(f"[dim]note: {note}[/]")
 

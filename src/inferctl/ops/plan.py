@@ -2,7 +2,7 @@
 
 Memory comes from :mod:`inferctl.plan.memory` (vLLM's own KV sizing); speed from a short simulation of
 two cells (one user, and as many users as fit) with the same simulator `inferctl simulate` uses; cost
-from a price per device-hour (the price catalog, issue 4, will supply it; until then ``--price-per-hour``).
+from a price per device-hour: ``--price-per-hour``, or else the price catalog's (:func:`catalog_price`).
 When the configuration does not fit, the plan lists changes that would make it fit, each re-planned.
 """
 
@@ -54,6 +54,8 @@ class PlanReport(BaseModel):
         default_factory=list, description="Predictions at one user and at the most users that fit (when it fits)."
     )
     price_per_device_hour: float | None = Field(default=None, description="USD per device-hour used for cost.")
+    price_source: str | None = Field(default=None, description="Where the price came from: 'given' "
+                                     "(--price-per-hour) or the price catalog entry and its source.")
     perf_params: PerfParams | None = Field(default=None, description="Efficiency factors and overheads used.")
     notes: list[str] = Field(default_factory=list, description="Assumptions worth knowing.")
 
@@ -93,6 +95,44 @@ def suggestions(cfg: ServingConfig, mem: MemoryPlan) -> list[Suggestion]:
     return out
 
 
+def catalog_price(accelerator: str, count: int = 1, profile: str | None = None,
+                  tier: str = "on-demand") -> tuple[float, str] | None:  # fmt: skip
+    """USD per device-hour from the price catalog (issue 4), and a label saying which entry it is.
+
+    A profile is priced as its whole deployment (GPU, vCPU and memory on Cloud Run; the machine on GCE; the
+    slice on TPU) divided by its devices. An accelerator is priced by the catalog's deployment of it with
+    ``count`` devices if there is one (``tpu-v6e-4``, ``gce-g2-standard-48``), else its smallest (catalog
+    order breaks ties: Cloud Run first for L4), divided by its devices. None when the catalog has no
+    price for it (the local ``cpu``; an entry without a price for the tier).
+    """
+    from inferctl.catalog.prices import get_price, hardware_price, prices
+    from inferctl.errors import ConfigError
+
+    if profile:
+        from inferctl.cloud.profiles import load_profile
+
+        try:
+            hp = hardware_price(profile, tier)
+        except ConfigError:
+            return None
+        devices = max(1, load_profile(profile).accelerator_count or 1)
+        return hp.usd_per_hour / devices, f"price catalog: profile {profile} ({hp.tier}, {hp.usd_per_hour:g} USD/h " \
+            f"for {devices} device{'s' if devices > 1 else ''})"
+    whole = [e for e in prices().values() if e.accelerator == accelerator and e.accelerator_count]
+    if not whole:
+        return None
+    entry = next((e for e in whole if e.accelerator_count == count), None) or min(
+        whole, key=lambda e: e.accelerator_count)
+    try:
+        hp = hardware_price(entry.key, tier)
+    except ConfigError:  # in the catalog without a price for this tier
+        return None
+    n = entry.accelerator_count
+    src = get_price(entry.key).source
+    return hp.usd_per_hour / n, f"price catalog: {entry.key} ({hp.tier}, {hp.usd_per_hour:g} USD/h for {n} " \
+        f"device{'s' if n > 1 else ''}; {src})"
+
+
 def _point(engine: SimEngine, concurrency: int, context: int, output: int, price: float | None) -> PerfPoint:
     spec = SweepSpec(contexts=[context], concurrencies=[concurrency], output_tokens=output,
                      requests=max(8, 3 * concurrency), warmup=concurrency)  # fmt: skip
@@ -113,13 +153,29 @@ def _point(engine: SimEngine, concurrency: int, context: int, output: int, price
     )  # fmt: skip
 
 
+def with_catalog_price(cfg: ServingConfig, profile: str | None = None) -> tuple[ServingConfig, str | None]:
+    """``cfg`` with the catalog's price per device-hour when it has none; and where the price came from."""
+    if cfg.price_per_device_hour is not None:
+        return cfg, "given"
+    from inferctl.catalog import get_accelerator
+
+    found = catalog_price(get_accelerator(cfg.accelerator).name, cfg.count, profile)
+    if found is None:
+        return cfg, None
+    return cfg.model_copy(update={"price_per_device_hour": round(found[0], 6)}), found[1]
+
+
 def plan(cfg: ServingConfig, *, context: int = 1024, output_tokens: int = 256,
-         params: PerfParams | None = None) -> PlanReport:  # fmt: skip
-    """Plan one serving configuration: memory, fit, suggestions, predicted speed and cost."""
+         params: PerfParams | None = None, profile: str | None = None) -> PlanReport:  # fmt: skip
+    """Plan one serving configuration: memory, fit, suggestions, predicted speed and cost.
+
+    Without a price in ``cfg`` the price catalog's is used (the ``profile``'s deployment, or the accelerator's).
+    """
+    cfg, price_source = with_catalog_price(cfg, profile)
     engine = SimEngine(cfg, params)
     mem = engine.memory
     report = PlanReport(fits=mem.fits, memory=mem, price_per_device_hour=cfg.price_per_device_hour,
-                        perf_params=engine.params)  # fmt: skip
+                        price_source=price_source, perf_params=engine.params)  # fmt: skip
     if not mem.fits:
         report.suggestions = suggestions(cfg, mem)
         return report
@@ -134,7 +190,8 @@ def plan(cfg: ServingConfig, *, context: int = 1024, output_tokens: int = 256,
         report.notes.append("Speed uses the accelerator's prior efficiency factors (not calibrated); "
                             "run `inferctl calibrate` on a measured sweep to fit them.")  # fmt: skip
     if cfg.price_per_device_hour is None:
-        report.notes.append("No price given: pass --price-per-hour for cost per million tokens.")
+        report.notes.append("No price given and none in the price catalog for this hardware: pass "
+                            "--price-per-hour for cost per million tokens.")
     if r.model.estimated or (r.drafter is not None and r.drafter.estimated):
         report.notes.append("Some model shapes are estimates (see the catalog's source field).")
     return report

@@ -28,13 +28,18 @@ def simulate(
     root: str | Path | None = None,
     write_requests: bool = False,
     command: list[str] | None = None,
+    profile: str | None = None,
 ) -> SweepSummary:
     """Simulate every cell of ``spec`` for ``cfg`` and write a run directory; returns its summary.
 
     ``write_requests`` also writes requests.jsonl (one line per simulated request, without chunk times);
-    off by default because a seed grid holds ~230,000 requests and reports read cells.json.
+    off by default because a seed grid holds ~230,000 requests and reports read cells.json. Without a price
+    in ``cfg`` the price catalog's (``profile``'s or the accelerator's) is recorded in the serving config.
     """
+    from inferctl.ops.plan import with_catalog_price
+
     t0 = time.perf_counter()
+    cfg, price_source = with_catalog_price(cfg, profile)  # recorded with the run for `inferctl cost`
     engine = SimEngine(cfg, params)
     mem = engine.memory  # resolves and validates before anything is written
     r = engine.resolved
@@ -50,6 +55,7 @@ def simulate(
         vllm_version=None,
         engine={
             "serving_config": cfg.model_dump(mode="json"),
+            "price_source": price_source,
             "perf_params": engine.params.model_dump(mode="json"),
             "memory": mem.model_dump(mode="json", exclude={"kv": {"groups"}}),
             "max_num_seqs": r.max_num_seqs,
