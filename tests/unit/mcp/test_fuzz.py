@@ -16,6 +16,10 @@ from inferctl.errors import LocalEngineError
 from inferctl.mcp.server import all_tools
 
 CALL_LIMIT_S = 60
+# CI: a few fixed examples per tool (reproducible, well under a minute). Locally, INFERCTL_FUZZ_EXAMPLES=200
+# explores with fresh random examples.
+EXAMPLES = int(os.environ.get("INFERCTL_FUZZ_EXAMPLES", "6"))
+DERANDOMIZE = "INFERCTL_FUZZ_EXAMPLES" not in os.environ
 INTERESTING = ["local", "nope", "cloudrun-l4-12b-qat", "tpu-v6e-1-12b", "http://127.0.0.1:9", "latest", "../../etc",
                "gemma-4-12b", "l4", "HF_TOKEN", "1h", "ttft_p95_ms=500", "", " ", "gs://weights", "x" * 400]
 JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 300), st.floats(allow_nan=True, allow_infinity=True),
@@ -53,7 +57,9 @@ def value_for(schema: dict) -> st.SearchStrategy:
 def arguments(schema: dict) -> st.SearchStrategy:
     props = schema.get("properties", {})
     required = set(schema.get("required", []))
-    fields = {k: (value_for(v) if k in required else st.one_of(st.just(...), value_for(v))) for k, v in props.items()}
+    # Optional arguments appear one time in three, so one junk value rarely masks every other argument.
+    fields = {k: value_for(v) if k in required else st.integers(0, 2).flatmap(
+        lambda n, v=v: value_for(v) if n == 0 else st.just(...)) for k, v in props.items()}
     return st.fixed_dictionaries(fields).map(lambda d: {k: v for k, v in d.items() if v is not ...})
 
 
@@ -92,7 +98,7 @@ def test_tool_never_crashes_or_hangs(name, session, no_side_effects):
 
     outcomes: list[str] = []
 
-    @settings(max_examples=int(os.environ.get("INFERCTL_FUZZ_EXAMPLES", "6")), deadline=None, database=None,
+    @settings(max_examples=EXAMPLES, derandomize=DERANDOMIZE, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(args=arguments(schemas[name]))
     def check(args):
