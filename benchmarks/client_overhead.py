@@ -6,7 +6,8 @@
    The fake's own CPU (GET /cpu) is reported per run, to show whether it was the bottleneck.
 2. TTFT accuracy: the fake delays the first token by a known amount (default 50 ms after the
    request arrived), then one token every ITL (default 20 ms), 32 output tokens, and records its
-   own truth per request (first-token write − request arrival, GET /truth). inferctl's p50 TTFT at
+   own truth per request (first-token send call − kernel receive stamp of the request, GET /truth,
+   in arrival order; the first wave is the warm-up and is dropped). inferctl's p50 TTFT at
    concurrency 256 vs that truth, alternating with `vllm bench serve` for reference.
 
     .venv/bin/python benchmarks/client_overhead.py [--concurrency 64] [--requests 3000] [--repeats 3] \
@@ -82,10 +83,21 @@ def run_inferctl(url: str, conc: int, n: int, warmup: int, ctx: int, out: int, t
     cmd = pin(1, [str(Path(PY).parent / "inferctl"), "bench", "run", "--url", url, "--context", str(ctx),
                   "--concurrency", str(conc), "--output-tokens", str(out), "--requests", str(n), "--warmup",
                   str(warmup), "--api", "completions", "--runs-dir", tmp, "--workers", workers, "--json"])
-    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    cell = json.loads(res.stdout)["cells"][0]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode:
+        raise SystemExit(f"inferctl bench run failed ({res.returncode}):\n{res.stderr[-3000:]}")
+    data = json.loads(res.stdout)
+    cell = data["cells"][0]
     m = cell["metrics"]
+    failed: dict[str, int] = {}
+    if m["errors"]:  # say which, from the run's records
+        for line in (Path(data["path"]) / "requests.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("status") not in ("ok", None):
+                key = f'{rec["status"]}: {rec.get("error", "")}'[:200]
+                failed[key] = failed.get(key, 0) + 1
     return {"workers": cell["client"]["workers"], "req_per_s": m["request_throughput"], "ok": m["ok"],
+            **({"failed": failed} if failed else {}),
             "ttft_p50_ms": m["ttft"]["p50"], "client_bound": cell["client"]["client_bound"],
             "cpu": cell["client"]["cpu_fraction"], "loop_lag_p50_ms": cell["client"]["loop_lag"]["p50"]}
 
@@ -172,8 +184,8 @@ def main() -> None:
                         r = run_vllm(url, c, 4 * c, c, args.context, out, tmp, tokenizer)
                     else:
                         r = run_inferctl(url, c, 4 * c, c, args.context, out, tmp, name.rsplit("_", 1)[1])
-                    t = sorted(truth(url))
-                    t = t[c:] if len(t) > 4 * c else t  # the warm-up wave, when the client sent one
+                    t = truth(url)  # in request-arrival order: the first c are the warm-up wave, when one was sent
+                    t = t[c:] if len(t) > 4 * c else t  # (sorting first would drop the c *fastest* instead)
                     r["truth_p50_ms"] = round(med(t) * 1000, 3)
                     r["error_ms"] = round(r["ttft_p50_ms"] - r["truth_p50_ms"], 3)
                     runs[name].append(r)

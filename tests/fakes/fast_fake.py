@@ -10,7 +10,8 @@ Content-Length bodies), answers the endpoints a benchmark client touches (/v1/mo
   arrived, the rest at once (``--itl-ms 0``) or one token every ``--itl-ms`` ms after that.
 
 For TTFT accuracy it records the *server's* truth for each generation request: first-token write
-time minus request arrival, served as JSON at GET /truth (and reset by DELETE /truth). Both ends
+time minus request arrival, served as JSON at GET /truth in order of request arrival (and reset by
+DELETE /truth). Both ends
 are on CLOCK_REALTIME and independent of when this process got a CPU: the arrival is the kernel's
 receive timestamp of the read that completed the request (``SO_TIMESTAMPNS`` via ``recvmsg``;
 Linux, else the clock right after the read), and the write time is read immediately before the
@@ -43,7 +44,7 @@ class State:
         self.ttft = ttft_ms / 1000.0
         self.itl = itl_ms / 1000.0
         self.chat_overhead = chat_overhead
-        self.truth: list[float] = []
+        self.truth: list[tuple[int, float]] = []  # (request arrival ns, first-token write − arrival s)
         self.requests = 0
 
 
@@ -198,7 +199,8 @@ class Proto:
         elif path == "/truth":
             if method == "DELETE":
                 st.truth.clear()
-            t.write(_response("200 OK", json.dumps(st.truth).encode()))
+            # In request-arrival order, so a benchmark can drop exactly the first wave (its warm-up).
+            t.write(_response("200 OK", json.dumps([v for _, v in sorted(st.truth)]).encode()))
         elif path == "/tokenize":
             req = json.loads(body)
             if "messages" in req:
@@ -244,7 +246,7 @@ class Proto:
         assert t is not None
         if st.ttft <= 0:
             wrote = t.write(STREAM_HEAD + _chunked(b"".join(head + tokens + tail)) + b"0\r\n\r\n")
-            st.truth.append((wrote - arrived) * 1e-9)
+            st.truth.append((arrived, (wrote - arrived) * 1e-9))
             return
         t.write(STREAM_HEAD + (_chunked(b"".join(head)) if head else b""))
         loop = asyncio.get_running_loop()
@@ -255,7 +257,7 @@ class Proto:
             if t.is_closing():
                 return
             wrote = t.write(_chunked(tokens[0]))
-            st.truth.append((wrote - arrived) * 1e-9)
+            st.truth.append((arrived, (wrote - arrived) * 1e-9))
             if itl <= 0 or n == 1:
                 t.write(_chunked(b"".join(tokens[1:] + tail)) + b"0\r\n\r\n")
                 return
