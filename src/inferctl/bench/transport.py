@@ -1,8 +1,8 @@
 """How the load generator puts a request on the wire.
 
 Three transports share one SSE parser (``server.stream.SSEParser``), so they measure the same
-thing: ``raw`` (bench/rawhttp.py, the default: a minimal HTTP/1.1 client on asyncio protocols that
-timestamps in the socket read callback; see docs/performance.md), aiohttp, and httpx (the test
+thing: ``raw`` (bench/rawhttp.py, the default: a minimal HTTP/1.1 client on asyncio whose chunk times
+are the kernel's receive timestamps on Linux; see docs/metrics.md), aiohttp, and httpx (the test
 seam with ``MockTransport``). All are tested against the same faults.
 
 A transport never raises for a request failure: it returns a ``StreamResult`` with a status.
@@ -35,7 +35,7 @@ def _have_aiohttp() -> bool:
 
 def make_transport(target: Target, *, concurrency: int, timeout: float, connect_timeout: float = 10.0,
                    kind: str = "auto") -> Transport:
-    """``raw`` (rawhttp.py, the default: fastest, earliest timestamps), or aiohttp, or httpx."""
+    """``raw`` (rawhttp.py, the default: fastest, kernel timestamps), or aiohttp, or httpx."""
     if kind in ("auto", "raw"):
         from inferctl.bench.rawhttp import RawTransport
 
