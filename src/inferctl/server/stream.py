@@ -3,10 +3,13 @@
 This is the measurement core shared by ``inferctl query --stats`` and the load generator, so the
 definitions live here, next to the code that computes them (docs/metrics.md repeats them):
 
-- **send**: ``perf_counter()`` just before the request is handed to the HTTP client.
+- **send**: the clock read just before the request is handed to the network (``perf_counter()`` here;
+  the load generator's raw transport reads it immediately before its single ``sock.send``).
 - **TTFT**: first *content* chunk minus send. The role-only chunk vLLM sends first (empty
   ``content``) is not a token; a reasoning delta is.
-- **chunk times**: the arrival time of every chunk that carries content. ITL is the gaps between
+- **chunk times**: the arrival time of every chunk that carries content: when the read that delivered
+  it returned here; the kernel's receive timestamp in the load generator's raw transport on Linux
+  (bench/rawhttp.py), so a busy event loop does not inflate TTFT. ITL is the gaps between
   them; several tokens may share a chunk (speculative decoding), so ITL is per chunk, not per token.
 - **end**: the last content chunk (the trailing usage-only chunk and ``[DONE]`` do not move it).
 - **TPOT**: (end - first token) / (completion_tokens - 1), per request, with ``completion_tokens``
