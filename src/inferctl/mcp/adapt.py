@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from inferctl.errors import InferctlError
 
@@ -53,6 +53,10 @@ def guard(timeout: float = TOOL_TIMEOUT_S) -> Callable[[Callable[P, Awaitable[R]
                     return await fn(*args, **kwargs)
             except InferctlError as exc:
                 raise ToolError(scrub(str(exc))) from None
+            except ValidationError as exc:  # arguments that pass the schema but not a model deeper down
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "input"
+                raise ToolError(f"Invalid {where}: {first['msg']}.") from None
             except TimeoutError:
                 raise ToolError(f"{fn.__name__} did not finish within {timeout:.0f} s and was stopped; try a "
                                 "smaller request (fewer tokens, a shorter window) or check the target with "
