@@ -55,7 +55,10 @@ def test_small_sweep_agrees_with_server_counters(local_engine, tmp_path: Path) -
         # Exact prefill: the chat template's tokens were measured and subtracted.
         assert cell.metrics.prompt_tokens_min == cell.metrics.prompt_tokens_max == cell.context
         assert cell.metrics.completion_tokens_total == 8 * OUT
-        assert cell.metrics.ttft.p50 and cell.metrics.tpot.p50 and cell.metrics.itl.count
+        assert cell.metrics.ttft.p50 and cell.metrics.itl.count
+        # Every request has a TPOT; it may be 0 when a busy API server delivers a whole answer in one
+        # packet (seen on a loaded 2-core CI host): that is what the client received.
+        assert cell.metrics.tpot.count == 8 and cell.metrics.tpot.min >= 0
         assert cell.server["available"]
 
     sent = [r for r in every if r.status != "infeasible"]
