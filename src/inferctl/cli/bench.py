@@ -40,13 +40,6 @@ TransportOpt = Annotated[str, typer.Option("--transport", help="auto (= raw), ra
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress; print the run directory at the end.")]
 
 
-def _spec(**flags):
-    """The grid flags -> SweepSpec (:func:`inferctl.bench.spec.spec_from_flags`; kept for existing callers)."""
-    from inferctl.bench.spec import spec_from_flags
-
-    return spec_from_flags(**flags)
-
-
 def _go(target, url, model, token_env, spec_fn, runs_dir, resume, quiet, as_json) -> None:
     from inferctl.cli import bench_render
     from inferctl.ops import bench as ops
