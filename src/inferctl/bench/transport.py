@@ -16,7 +16,7 @@ from typing import Protocol
 
 from inferctl.config import Target
 from inferctl.server.auth import auth_headers
-from inferctl.server.stream import SSEParser, StreamResult, _error_message
+from inferctl.server.stream import SSEParser, StreamResult, _error_message, stream
 
 
 class Transport(Protocol):
@@ -114,7 +114,6 @@ class HttpxTransport:
                  transport=None) -> None:
         import httpx
 
-        self._httpx = httpx
         self.client = httpx.AsyncClient(
             base_url=target.url, headers={"Content-Type": "application/json", **auth_headers(target)},
             timeout=httpx.Timeout(timeout, connect=connect_timeout), transport=transport, trust_env=False,
@@ -122,35 +121,7 @@ class HttpxTransport:
         )
 
     async def post(self, path: str, body: bytes) -> StreamResult:
-        httpx = self._httpx
-        result = StreamResult()
-        parser = SSEParser(result, keep_text=False)
-        got_headers = False
-        perf = time.perf_counter
-        result.send_time = perf()
-        try:
-            async with self.client.stream("POST", path, content=body) as resp:
-                got_headers = True
-                if resp.status_code != 200:
-                    text = (await resp.aread()).decode("utf-8", "replace")
-                    result.status, result.http_status = "http_error", resp.status_code
-                    result.error = _error_message(text)
-                    return result
-                result.http_status = 200
-                async for data in resp.aiter_raw():
-                    if not parser.feed(data, perf()):
-                        return result
-        except httpx.TimeoutException as exc:
-            result.status, result.error = "timeout", f"timed out ({type(exc).__name__})"
-            return result
-        except httpx.ConnectError as exc:
-            result.status, result.error = "connection_error", str(exc) or type(exc).__name__
-            return result
-        except (httpx.HTTPError, OSError) as exc:
-            result.status = "stream_broken" if got_headers else "connection_error"
-            result.error = (str(exc) or type(exc).__name__)[:300]
-            return result
-        return parser.finish()
+        return await stream(self.client, path, content=body, keep_text=False)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -245,22 +245,32 @@ class SSEParser:
 async def stream(
     client: httpx.AsyncClient,
     path: str,
-    payload: dict[str, Any],
+    payload: dict[str, Any] | None = None,
     *,
+    content: bytes | None = None,
     headers: dict[str, str] | None = None,
     timeout: httpx.Timeout | None = None,
     on_delta: Callable[[str], None] | None = None,
+    keep_text: bool = True,
 ) -> StreamResult:
     """POST a streaming request and time every chunk. Never raises for request failures.
 
-    ``on_delta`` receives each piece of content as it arrives (for showing the answer live).
+    The body is ``payload`` (encoded here) or ``content`` (already encoded: the load generator builds
+    its bodies ahead of time). ``on_delta`` receives each piece of content as it arrives (for showing
+    the answer live); ``keep_text=False`` keeps only timings and counts (the load generator's case).
     """
     result = StreamResult()
-    parser = SSEParser(result, on_delta)
+    parser = SSEParser(result, on_delta, keep_text=keep_text)
+    got_headers = False
+    kwargs: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+    if content is not None:
+        kwargs["content"] = content
+    else:
+        kwargs["json"] = payload
     result.send_time = time.perf_counter()
     try:
-        kwargs: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
-        async with client.stream("POST", path, json=payload, headers=headers, **kwargs) as resp:
+        async with client.stream("POST", path, headers=headers, **kwargs) as resp:
+            got_headers = True
             if resp.status_code != 200:
                 body = (await resp.aread()).decode("utf-8", "replace")
                 result.status, result.http_status = "http_error", resp.status_code
@@ -273,11 +283,13 @@ async def stream(
     except httpx.TimeoutException as exc:
         result.status, result.error = "timeout", f"timed out ({type(exc).__name__})"
         return result
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+    except httpx.ConnectError as exc:
         result.status, result.error = "connection_error", str(exc) or type(exc).__name__
         return result
-    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-        result.status, result.error = "stream_broken", str(exc) or type(exc).__name__
+    except (httpx.HTTPError, OSError) as exc:
+        # Before the status line the connection failed; after it, the stream broke.
+        result.status = "stream_broken" if got_headers else "connection_error"
+        result.error = (str(exc) or type(exc).__name__)[:300]
         return result
     return parser.finish()
 
