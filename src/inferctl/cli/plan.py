@@ -37,23 +37,14 @@ CalOpt = Annotated[Path | None, typer.Option("--calibration", help="Fitted perfo
 
 def _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util, max_num_seqs,
             max_num_batched_tokens, block_size, kv_cache_gib, speculative, price, text_only):
-    from inferctl.errors import ConfigError
-    from inferctl.plan.config import ServingConfig, parse_speculative
+    from inferctl.plan.config import build_config
 
     def build():
-        if profile:
-            from inferctl.cloud.profiles import load_profile
-            from inferctl.cloud.serve import serving_config
-
-            cfg = serving_config(load_profile(profile))
-            return cfg.model_copy(update={"price_per_device_hour": price})
-        if not model:
-            raise ConfigError("Name a model (e.g. gemma-4-12b) or pass --profile.")
-        return ServingConfig(
-            model=model, accelerator=accelerator, count=count, tp=tp, quant=quant, kv_dtype=kv_dtype,
-            max_model_len=max_model_len, gpu_mem_util=gpu_mem_util, max_num_seqs=max_num_seqs,
-            max_num_batched_tokens=max_num_batched_tokens, block_size=block_size, kv_cache_memory_gib=kv_cache_gib,
-            speculative=parse_speculative(speculative), price_per_device_hour=price, language_model_only=text_only,
+        return build_config(
+            model=model, profile=profile, speculative=speculative, price_per_device_hour=price,
+            accelerator=accelerator, count=count, tp=tp, quant=quant, kv_dtype=kv_dtype, max_model_len=max_model_len,
+            gpu_mem_util=gpu_mem_util, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+            block_size=block_size, kv_cache_memory_gib=kv_cache_gib, language_model_only=text_only,
         )  # fmt: skip
 
     return run(build)

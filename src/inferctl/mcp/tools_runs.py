@@ -270,19 +270,11 @@ class ConfigArgs(BaseModel):
 
 
 def _config(a: ConfigArgs):
-    from inferctl.errors import ConfigError
-    from inferctl.plan.config import ServingConfig, parse_speculative
+    from inferctl.plan.config import build_config
 
-    if a.profile:
-        from inferctl.cloud.profiles import load_profile
-        from inferctl.cloud.serve import serving_config
-
-        return serving_config(load_profile(a.profile)).model_copy(update={"price_per_device_hour": a.price_per_hour})
-    if not a.model:
-        raise ConfigError("Name a model (e.g. gemma-4-12b) or a deployment profile.")
-    return ServingConfig(model=a.model, accelerator=a.accelerator, count=a.count, quant=a.quant, kv_dtype=a.kv_dtype,
-                         max_model_len=a.max_model_len, speculative=parse_speculative(a.speculative),
-                         price_per_device_hour=a.price_per_hour)
+    return build_config(model=a.model, profile=a.profile, speculative=a.speculative,
+                        price_per_device_hour=a.price_per_hour, accelerator=a.accelerator, count=a.count,
+                        quant=a.quant, kv_dtype=a.kv_dtype, max_model_len=a.max_model_len)
 
 
 Count = Annotated[int, Field(ge=1, le=64, description="Devices (tensor parallel across them).")]

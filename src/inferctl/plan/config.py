@@ -77,6 +77,31 @@ class ServingConfig(BaseModel):
     )
 
 
+def build_config(
+    *,
+    model: str | None = None,
+    profile: str | None = None,
+    speculative: str | None = None,
+    price_per_device_hour: float | None = None,
+    **fields: object,
+) -> ServingConfig:
+    """A ServingConfig from a deployment profile, or from a model name and fields — what the CLI and MCP accept.
+
+    A profile wins over the other fields (it already says model, hardware and vLLM settings); only the
+    price can be given alongside it.
+    """
+    if profile:
+        from inferctl.cloud.profiles import load_profile
+        from inferctl.cloud.serve import serving_config
+
+        cfg = serving_config(load_profile(profile))
+        return cfg.model_copy(update={"price_per_device_hour": price_per_device_hour})
+    if not model:
+        raise ConfigError("Name a model (e.g. gemma-4-12b) or a deployment profile.")
+    return ServingConfig(model=model, speculative=parse_speculative(speculative),
+                         price_per_device_hour=price_per_device_hour, **fields)  # type: ignore[arg-type]
+
+
 class Resolved(BaseModel):
     """A ServingConfig with every default filled in and its model and accelerator loaded."""
 
