@@ -184,7 +184,8 @@ def resolve_target(
             target = profile_target(chosen)
         else:
             known = ", ".join(sorted([LOCAL, *cfg.targets])) or LOCAL
-            raise ConfigError(f"Unknown target '{chosen}'; known targets: {known}.")
+            raise ConfigError(f"Unknown target '{chosen}'; known targets: {known}, or a deployment profile "
+                              "(`inferctl profiles list`).")
     except ValidationError as exc:
         raise ConfigError(f"Invalid target: {exc.errors()[0]['msg']}.") from None
     if model:
