@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -56,6 +57,16 @@ class FakeConfig:
     stall_s: float = 30.0
     instant: bool = False  # every chunk in one write, no sleeps (for throughput tests)
     chat_template: bool = True  # False: /tokenize with messages fails like vLLM for a model without one
+    # "chars": one token per character (ids = code point % 512). "unk_words": a tokenizer that lacks the
+    # words it is given: every whitespace-led word is one token, all the same id 3 (`<unk>`), as seen on a GPU
+    # with a test tokenizer whose vocabulary had no English words.
+    tokenizer: str = "chars"
+    # Streams whose tokens decode to no text (a random-weights model emitting `<pad>`): every content delta is
+    # "" while usage still counts the tokens. With `return_token_ids` in the request, chunks carry token_ids
+    # (and are sent even though their text is empty), as vLLM >= 0.10.2 does.
+    empty_text: bool = False
+    # Prefix-cache counters for /metrics: hits = this fraction of the prompt tokens served (None: not exposed).
+    prefix_cache_hit_rate: float | None = None
 
 
 class _State:
@@ -69,6 +80,8 @@ class _State:
         self.generation_tokens = 0
         self.finished: dict[str, int] = {}
         self.faults_served: dict[str, int] = {}
+        self.prefix_queries = 0
+        self.prefix_hits = 0
 
     def fault_for(self, n: int) -> str:
         kind = self.cfg.faults.get(n)
@@ -121,7 +134,15 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                 "# TYPE vllm:generation_tokens_total counter\n"
                 f'vllm:generation_tokens_total{{engine="0",model_name="{cfg.model}"}} '
                 f"{float(state.generation_tokens)}\n"
-                "# TYPE vllm:request_success_total counter\n"
+                + (
+                    "# TYPE vllm:prefix_cache_queries counter\n"
+                    f'vllm:prefix_cache_queries_total{{engine="0",model_name="{cfg.model}"}} '
+                    f"{float(state.prefix_queries)}\n"
+                    "# TYPE vllm:prefix_cache_hits counter\n"
+                    f'vllm:prefix_cache_hits_total{{engine="0",model_name="{cfg.model}"}} {float(state.prefix_hits)}\n'
+                    if cfg.prefix_cache_hit_rate is not None else ""
+                )
+                + "# TYPE vllm:request_success_total counter\n"
                 + "".join(
                     f'vllm:request_success_total{{engine="0",finished_reason="{r}",model_name="{cfg.model}"}} '
                     f"{float(state.finished.get(r, 0))}\n" for r in ("length", "stop")
@@ -136,11 +157,19 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                          "provide a chat template if the tokenizer does not define one.", 400)
         if "messages" in body:
             text = "".join(str(m.get("content", "")) for m in body["messages"])
-            tokens = [ord(c) % 512 for c in text] + [1] * cfg.chat_overhead_tokens
+            tokens = _tokens(text) + [1] * cfg.chat_overhead_tokens
         else:
-            tokens = [ord(c) % 512 for c in body.get("prompt", "")]
+            tokens = _tokens(body.get("prompt", ""))
         return JSONResponse({"count": len(tokens), "max_model_len": cfg.max_model_len, "tokens": tokens,
                              "token_strs": None})
+
+    def _tokens(text: str) -> list[int]:
+        if cfg.tokenizer == "unk_words":
+            return [3 for _ in re.findall(r"\s*\S+", text)]
+        return [ord(c) % 512 for c in text]
+
+    def _count(text: str) -> int:
+        return len(_tokens(text))
 
     async def detokenize(request: Request) -> Response:
         body = await request.json()
@@ -161,10 +190,10 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
             names = {"429": "TooManyRequests", "500": "InternalServerError", "503": "ServiceUnavailable"}
             return error(f"injected {fault}", int(fault), names[fault])
         if chat:
-            prompt_tokens = sum(len(str(m.get("content", ""))) for m in body["messages"]) + cfg.chat_overhead_tokens
+            prompt_tokens = sum(_count(str(m.get("content", ""))) for m in body["messages"]) + cfg.chat_overhead_tokens
         else:
             p = body.get("prompt", "")
-            prompt_tokens = len(p)
+            prompt_tokens = _count(p)
         max_tokens = body.get("max_tokens") or cfg.default_max_tokens
         if prompt_tokens >= cfg.max_model_len:
             return error(f"This model's maximum context length is {cfg.max_model_len} tokens. However, your "
@@ -174,13 +203,21 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
             return error("the fake only streams", 400)
         include_usage = (body.get("stream_options") or {}).get("include_usage", False)
         obj = "chat.completion.chunk" if chat else "text_completion"
+        token_ids = bool(body.get("return_token_ids"))
+        if cfg.prefix_cache_hit_rate is not None:
+            state.prefix_queries += prompt_tokens
+            state.prefix_hits += round(prompt_tokens * cfg.prefix_cache_hit_rate)
 
         def chunk(text: str | None, finish: str | None = None, role: bool = False) -> bytes:
+            if cfg.empty_text and text is not None:
+                text = ""
             if chat:
                 delta = {"role": "assistant", "content": ""} if role else {"content": text}
                 choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
             else:
                 choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+            if token_ids and not role:
+                choice["token_ids"] = [0]
             data = {"id": "x", "object": obj, "model": cfg.model, "choices": [choice]}
             return f"data: {json.dumps(data)}\n\n".encode()
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-RecordStatus = Literal["ok", "http_error", "timeout", "connection_error", "stream_broken", "infeasible"]
+RecordStatus = Literal["ok", "http_error", "timeout", "connection_error", "stream_broken", "no_text", "infeasible"]
 
 
 @dataclass(slots=True)

@@ -7,7 +7,7 @@ is all ``--resume`` needs to rebuild the same cells.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -52,6 +52,8 @@ class SweepSpec(BaseModel):
         default="auto", description="Load-generator processes; auto: by load (≈128 streams or 150 req/s each, "
                                     "≤ usable cores), raised after a client-bound cell.")
     transport: Literal["auto", "raw", "aiohttp", "httpx"] = "auto"
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description='Fields added to every request body, e.g. {"return_token_ids": true}.')
 
     def cells(self) -> list[CellSpec]:
         """The grid in run order: rows by context, then ascending load."""
@@ -136,7 +138,7 @@ def spec_from_flags(*, preset: str | None = None, concurrency: str | None = None
                     requests: int | None = None, duration: float | None = None, warmup: int | None = None,
                     seed: int = 0, shared_prefix: int = 0, slo: list[str] | None = None,
                     error_threshold: float = 0.5, timeout: float = 600.0, workers: int | str = "auto",
-                    transport: str = "auto") -> SweepSpec:  # fmt: skip
+                    transport: str = "auto", extra_body: str | None = None) -> SweepSpec:  # fmt: skip
     """The SweepSpec the grid flags of `inferctl bench sweep` describe (also `inferctl simulate`'s).
 
     Arguments are the flags as typed: ``concurrency`` / ``context`` are lists like ``"1,2,4"`` or
@@ -172,5 +174,28 @@ def spec_from_flags(*, preset: str | None = None, concurrency: str | None = None
     return SweepSpec(preset=preset, burstiness=burstiness, ignore_eos=not natural_stop, api=api, seed=seed,
                      shared_prefix=shared_prefix, slos=[parse_slo(s) for s in slo or []],
                      error_threshold=error_threshold, timeout=timeout, workers=workers, transport=transport,
-                     **base).validate_grid()  # fmt: skip
+                     extra_body=parse_extra_body(extra_body), **base).validate_grid()  # fmt: skip
+
+
+# Fields the benchmark itself sets: overriding them would change what is measured without saying so.
+RESERVED_BODY_FIELDS = ("model", "messages", "prompt", "stream", "stream_options", "max_tokens")
+
+
+def parse_extra_body(text: str | None) -> dict[str, Any]:
+    """--extra-body: a JSON object merged into every request body (not the fields the benchmark sets)."""
+    if not text:
+        return {}
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ConfigError(f"--extra-body must be a JSON object like '{{\"return_token_ids\": true}}', not {text!r}.")
+    taken = [k for k in value if k in RESERVED_BODY_FIELDS]
+    if taken:
+        raise ConfigError(f"--extra-body cannot set {', '.join(taken)}: the benchmark sets "
+                          f"{', '.join(RESERVED_BODY_FIELDS)} itself (use --output-tokens, --api, --model).")
+    return value
 

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from inferctl.bench.records import RequestRecord
 
 PERCENTILES = (50, 90, 95, 99)
-ERROR_STATUSES = ("http_error", "timeout", "connection_error", "stream_broken")
+# no_text is not the server's fault, but such a request has no TTFT/TPOT: it is not a measurement either.
+ERROR_STATUSES = ("http_error", "timeout", "connection_error", "stream_broken", "no_text")
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:
@@ -163,6 +164,7 @@ class CellMetrics(BaseModel):
     timeout: int = 0
     connection_error: int = 0
     stream_broken: int = 0
+    no_text: int = Field(default=0, description="Well-formed streams whose tokens carried no text (untimeable).")
     infeasible: int = 0
     warmup: int = 0
     missing_usage: int = Field(default=0, description="ok requests whose stream carried no usage (tokens unknown).")

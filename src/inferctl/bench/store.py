@@ -30,13 +30,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from inferctl.bench.cachecheck import PrefixCacheCheck
 from inferctl.bench.records import RequestRecord
 from inferctl.bench.stats import CellMetrics, ClientHealth
 from inferctl.errors import ConfigError
 
 FORMAT_VERSION = 1
 Source = Literal["measured", "imported", "simulated"]
-CellStatus = Literal["complete", "infeasible", "skipped", "aborted"]
+# failed: requests were sent and none succeeded (the reason says why).
+CellStatus = Literal["complete", "failed", "infeasible", "skipped", "aborted"]
 
 
 class CellResult(BaseModel):
@@ -58,6 +60,8 @@ class CellResult(BaseModel):
     metrics: CellMetrics = Field(default_factory=CellMetrics)
     server: dict[str, Any] = Field(default_factory=dict, description="ServerCellStats as a dict.")
     client: ClientHealth = Field(default_factory=ClientHealth)
+    prefix_cache: PrefixCacheCheck | None = Field(
+        default=None, description="Server prefix-cache hit rate vs what the workload shares (None: not exposed).")
 
 
 class RunMeta(BaseModel):
@@ -66,7 +70,9 @@ class RunMeta(BaseModel):
     format_version: int = FORMAT_VERSION
     source: Source = "measured"
     run_id: str
-    status: Literal["running", "complete", "interrupted"] = "running"
+    # failed: the sweep ran to its end but no request of any cell succeeded (``reason`` says why).
+    status: Literal["running", "complete", "failed", "interrupted"] = "running"
+    reason: str = Field(default="", description="Why a run failed; empty otherwise.")
     target: dict[str, Any] = Field(default_factory=dict, description="name and url (never credentials).")
     model: str | None = None
     model_root: str | None = None

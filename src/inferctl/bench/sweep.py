@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from inferctl.bench import cachecheck
 from inferctl.bench import workload as wl
 from inferctl.bench.honesty import assess
 from inferctl.bench.loadgen import CellRun, LiveStats, LoadSpec, default_requests, default_warmup, run_cell
@@ -116,7 +117,8 @@ class Sweep:
 
     def _note_saturation(self, result: CellResult, cell: CellSpec, saturated: dict[int, str]) -> None:
         m = result.metrics
-        if result.status in ("complete", "aborted") and m.requests and m.error_rate > self.spec.error_threshold:
+        if (result.status in ("complete", "failed", "aborted") and m.requests
+                and m.error_rate > self.spec.error_threshold):
             saturated.setdefault(cell.row, f"row stopped: {cell.id} had error rate {m.error_rate:.0%} "
                                             f"> {self.spec.error_threshold:.0%}")
 
@@ -188,8 +190,15 @@ class Sweep:
         result.metrics = aggregate(run.records, spec.slos)
         result.client = assess(run, run.records, result.metrics, concurrency=cell.concurrency, rate=cell.rate)
         result.server = server.model_dump(mode="json")
+        result.prefix_cache = cachecheck.check(
+            server.prefix_cache_hit_rate, prefill=ps.target_prefill, preemptions=server.preemptions,
+            shared_tokens=self.workload.overhead + (1 if ps.anchor else 0) + ps.prefix_tokens)
+        if result.prefix_cache is not None and result.prefix_cache.flagged:
+            self.reporter.note(f"{cell.id}: {result.prefix_cache.text}")
         if run.aborted:
             result.status, result.reason = "aborted", run.aborted
+        elif result.metrics.requests - result.metrics.infeasible > 0 and result.metrics.ok == 0:
+            result.status, result.reason = "failed", _every_request_failed(result)
         if result.client.client_bound:
             self.reporter.note(f"{cell.id} client-bound: {'; '.join(result.client.reasons)}")
             cpu = result.client.cpu_fraction or 0.0
@@ -219,6 +228,29 @@ class Sweep:
             extra(rec)
 
         return both
+
+
+def _every_request_failed(result: CellResult) -> str:
+    m = result.metrics
+    first = f": {m.first_errors[0]}" if m.first_errors else ""
+    return f"all {m.requests - m.infeasible} measured requests failed{first}"
+
+
+def run_failure(cells: list[CellResult]) -> str | None:
+    """Why a whole run failed (no request of any cell succeeded), or None when something was measured.
+
+    A run whose every request failed measured nothing: calling it complete hid exactly that on a GPU
+    (every stream of a random-weights model was empty text, and the run said ``complete``).
+    """
+    if not cells or any(c.metrics.ok > 0 for c in cells):
+        return None
+    sent = [c for c in cells if c.metrics.requests - c.metrics.infeasible > 0]
+    if not sent:
+        reasons = sorted({c.status for c in cells})
+        return f"no request was sent: every cell was {' or '.join(reasons)} ({cells[0].reason})"
+    errors = [e for c in sent for e in c.metrics.first_errors]
+    n = sum(c.metrics.requests - c.metrics.infeasible for c in sent)
+    return f"every one of the {n} measured requests failed" + (f"; first error: {errors[0]}" if errors else "")
 
 
 async def engine_facts(client: VLLMClient) -> dict:

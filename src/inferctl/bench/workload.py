@@ -40,6 +40,8 @@ Api = Literal["chat", "completions"]
 HEAD_TOKENS = 16
 # Enough single-token spaced words for unique heads (16^16 combinations); tiny vocabularies have ~20.
 MIN_SPACED_WORDS = 16
+# Fewest distinct one-token words a prompt head may draw from: 8^16 heads, still unique per request.
+MIN_WORDS = 8
 
 # Common English words: most are one token in every modern vocabulary. Letters help tokenizers
 # (and the test fake) that split words into characters.
@@ -154,13 +156,13 @@ async def build_alphabet(client: VLLMClient, model: str, seed: int = 0) -> Alpha
     """Find single-token words that stay one token each in sequence (see the module docstring)."""
     cands = [" " + w for w in dict.fromkeys(_CANDIDATES)] + _LETTERS
     counts = await _gather_limited([client.tokenize(c, model=model) for c in cands])
-    words = [c for c, toks in zip(cands, counts, strict=True) if len(toks) == 1]
+    words = distinct_single_tokens(cands, counts)
     spaced = [w for w in words if w.startswith(" ")]
     # Prefer one family: mixing bare letters with spaced words invites merges ("a" + " the").
     words = spaced if len(spaced) >= MIN_SPACED_WORDS else [w for w in words if not w.startswith(" ")]
     rng = random.Random(seed)
     for _ in range(6):
-        if len(words) < 8:
+        if len(words) < MIN_WORDS:
             break
         seq = rng.choices(words, k=512)
         if len(await client.tokenize("".join(seq), model=model)) == len(seq):
@@ -175,10 +177,32 @@ async def build_alphabet(client: VLLMClient, model: str, seed: int = 0) -> Alpha
         if not bad or len(bad) >= len(words) - 8:
             break
         words = [w for w in words if w not in bad]
+    if len(words) < MIN_WORDS:
+        raise WorkloadError(
+            f"Cannot build unique prompts: the server's tokenizer has only {len(words)} of the "
+            f"{len(cands)} candidate words as distinct single tokens (at least {MIN_WORDS} are needed; the others "
+            "are unknown, shared or split), so every prompt would be the same tokens and the prefix cache would "
+            "serve them; serve the model with its real tokenizer."
+        )
     raise WorkloadError(
         "Cannot build exact-length prompts: the server's tokenizer merges every word list tried; "
         "report the model name so a word list can be added."
     )
+
+
+def distinct_single_tokens(cands: list[str], tokenized: list[list[int]]) -> list[str]:
+    """The candidates that are one token each, with an id no other candidate has.
+
+    A tokenizer that lacks a word still answers one token for it: ``<unk>``. Every such word shares
+    that id, so prompts built from them would all be the same tokens (seen on a GPU: prefix-cache hit
+    rates of 0.89-0.95 on prompts meant to be unique). An id shared by several words is therefore
+    dropped with all its words: which of them (if any) the id really spells cannot be known.
+    """
+    single = [(c, toks[0]) for c, toks in zip(cands, tokenized, strict=True) if len(toks) == 1]
+    owners: dict[int, int] = {}
+    for _, tid in single:
+        owners[tid] = owners.get(tid, 0) + 1
+    return [c for c, tid in single if owners[tid] == 1]
 
 
 @dataclass

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from inferctl.cli.common import JsonOpt, ModelOpt, TargetOpt, TokenEnvOpt, UrlOpt, console, emit, run
+from inferctl.cli.common import JsonOpt, ModelOpt, TargetOpt, TokenEnvOpt, UrlOpt, console, emit, fail, run
 from inferctl.config import resolve_target
 
 app = typer.Typer(help="Benchmark a server: a sweep over concurrency × context, or one cell.",
@@ -37,6 +37,9 @@ WorkersOpt = Annotated[str, typer.Option("--workers", help="Load-generator proce
                                           "streams or ~150 req/s, at most one per idle core; more after a client-bound "
                                           "cell).")]
 TransportOpt = Annotated[str, typer.Option("--transport", help="auto (= raw), raw, aiohttp or httpx.", hidden=True)]
+ExtraBodyOpt = Annotated[str | None, typer.Option("--extra-body", help="JSON object added to every request body, "
+                                                 "e.g. '{\"return_token_ids\": true}' to time tokens that "
+                                                 "decode to no text.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress; print the run directory at the end.")]
 
 
@@ -57,8 +60,10 @@ def _go(target, url, model, token_env, spec_fn, runs_dir, resume, quiet, as_json
             reporter.close()
     if quiet and not as_json:
         typer.echo(summary.path)
-        return
-    emit(summary, as_json, bench_render.summary)
+    else:
+        emit(summary, as_json, bench_render.summary)
+    if summary.status == "failed":  # the results are shown and kept, but nothing was measured: exit non-zero
+        raise fail(f"Run {summary.run_id} failed: {summary.reason}.")
 
 
 @app.command("sweep")
@@ -88,6 +93,7 @@ def sweep(
     timeout: TimeoutOpt = 600.0,
     workers: WorkersOpt = "auto",
     transport: TransportOpt = "auto",
+    extra_body: ExtraBodyOpt = None,
     runs_dir: RunsDirOpt = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Complete the missing cells of run RUN.")] = None,
     quiet: QuietOpt = False,
@@ -103,7 +109,7 @@ def sweep(
                                natural_stop=natural_stop, api=api, requests=requests, duration=duration,
                                warmup=warmup, seed=seed, shared_prefix=shared_prefix, slo=slo,
                                error_threshold=error_threshold, timeout=timeout, workers=workers,
-                               transport=transport)
+                               transport=transport, extra_body=extra_body)
 
     _go(target, url, model, token_env, spec_fn, runs_dir, resume, quiet, as_json)
 
@@ -131,6 +137,7 @@ def run_one(
     timeout: TimeoutOpt = 600.0,
     workers: WorkersOpt = "auto",
     transport: TransportOpt = "auto",
+    extra_body: ExtraBodyOpt = None,
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
@@ -146,7 +153,7 @@ def run_one(
                                burstiness=burstiness, output_tokens=output_tokens, natural_stop=natural_stop, api=api,
                                requests=requests, duration=duration, warmup=warmup, seed=seed,
                                shared_prefix=shared_prefix, slo=slo, error_threshold=1.0, timeout=timeout,
-                               workers=workers, transport=transport)
+                               workers=workers, transport=transport, extra_body=extra_body)
 
     _go(target, url, model, token_env, spec_fn, runs_dir, None, quiet, as_json)
 

@@ -25,7 +25,8 @@ def _short(v: float | None) -> str:
     return f"{v:.1f}" if abs(v) < 100 else f"{v:,.0f}"
 
 
-_STATUS_SHORT = {"complete": "ok", "infeasible": "infeas", "skipped": "skip", "aborted": "abort"}
+_STATUS_SHORT = {"complete": "ok", "failed": "FAIL", "infeasible": "infeas", "skipped": "skip",
+                 "aborted": "abort"}
 NARROW = 110  # below this many columns the cells table switches to its compact layout
 
 
@@ -112,12 +113,18 @@ def cells_table(cells: list[CellResult], title: str | None = None, width: int | 
         m = c.metrics
         kv = c.server.get("kv_cache_usage_peak")
         t.add_row(
-            c.id, c.status, f"{m.ok}/{m.requests}", f"{m.request_throughput:.2f}", f"{m.output_throughput:.1f}",
+            c.id, c.status + (" [red]cache![/]" if _cached(c) else ""),
+            f"{m.ok}/{m.requests}", f"{m.request_throughput:.2f}", f"{m.output_throughput:.1f}",
             _ms(m.ttft.p50), _ms(m.ttft.p95), _ms(m.tpot.p50), _ms(m.itl.p99), _ms(m.e2e.p50),
             "—" if c.client.achieved_concurrency is None else f"{c.client.achieved_concurrency:.1f}",
             "—" if kv is None else f"{kv:.0%}", "[red]bound[/]" if c.client.client_bound else "ok",
         )
     return t
+
+
+def _cached(c: CellResult) -> bool:
+    """The server's prefix cache served far more than the workload shares (bench/cachecheck.py)."""
+    return c.prefix_cache is not None and c.prefix_cache.flagged
 
 
 def _narrow_table(cells: list[CellResult], title: str | None) -> Table:
@@ -133,7 +140,8 @@ def _narrow_table(cells: list[CellResult], title: str | None) -> Table:
     for c in cells:
         m = c.metrics
         t.add_row(
-            c.id, _STATUS_SHORT.get(c.status, c.status), f"{m.ok}/{m.requests}", _short(m.request_throughput),
+            c.id, "[red]cache![/]" if _cached(c) else _STATUS_SHORT.get(c.status, c.status),
+            f"{m.ok}/{m.requests}", _short(m.request_throughput),
             _short(m.output_throughput), _short(m.ttft.p50), _short(m.ttft.p95), _short(m.tpot.p50),
             _short(m.e2e.p50), "[red]![/]" if c.client.client_bound else "",
         )
@@ -145,8 +153,13 @@ def summary(s: Any) -> None:
 
     out = console()
     out.print(cells_table(s.cells, title=f"{s.run_id} ({s.status})"))
-    out.print(f"{s.cells_complete} complete, {s.cells_infeasible} infeasible, {s.cells_skipped} skipped, "
+    failed = f"{s.cells_failed} failed, " if getattr(s, "cells_failed", 0) else ""
+    out.print(f"{s.cells_complete} complete, {failed}{s.cells_infeasible} infeasible, {s.cells_skipped} skipped, "
               f"{s.cells_aborted} aborted of {s.cells_total} cells")
+    cached = [c.id for c in s.cells if _cached(c)]
+    if cached:
+        out.print(f"[red]cache![/] prefix cache far above the workload's sharing in {', '.join(cached)}: "
+                  f"{next(c for c in s.cells if _cached(c)).prefix_cache.text}")
     if s.client_bound_cells:
         out.print(f"[yellow]client-bound cells:[/] {', '.join(s.client_bound_cells)} (see runs show)")
     out.print(f"run directory: {s.path}")

@@ -172,6 +172,8 @@ def query(
     sys.stdout.write("\n")
     if stats:
         render.query_stats(result)
+    elif result.note:
+        render.query_note(result)
 
 
 def register(app: typer.Typer) -> None:

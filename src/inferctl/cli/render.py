@@ -213,3 +213,10 @@ def query_stats(result: Any) -> None:
               "(server usage)")
     t.add_row("finish reason", result.finish_reason or "—")
     console().print(t)
+    query_note(result)
+
+
+def query_note(result: Any) -> None:
+    """Why an answer could not be timed (tokens without text), when it could not."""
+    if getattr(result, "note", None):
+        console().print(Text(f"note: {result.note}", style="yellow"))

@@ -197,6 +197,8 @@ def run_job(path: Path) -> int:
         summary = asyncio.run(bench.sweep(target, spec, resume=req.get("resume"), reporter=_JobReporter(path, job),
                                           command=["inferctl", "mcp", "start_benchmark", job.job_id]))
         job.status, job.run_id, job.run_path = "complete", summary.run_id, summary.path
+        if summary.status == "failed":  # ran to the end, measured nothing
+            job.status, job.error = "failed", f"Run {summary.run_id} failed: {summary.reason}."
         job.cells_done = summary.cells_total - summary.cells_aborted - summary.cells_skipped
     except InferctlError as exc:
         job.status, job.error = "failed", str(exc)

@@ -99,6 +99,7 @@ def _status_of(ref: str) -> BenchmarkStatus:
             out.cells_done = max(out.cells_done, len(detail.cells))
             if job is None:
                 out.status = meta.status
+                out.error = out.error or meta.reason or None
                 from inferctl.bench.spec import SweepSpec
 
                 try:
@@ -112,6 +113,8 @@ def _status_of(ref: str) -> BenchmarkStatus:
         out.next_step = f"Resume with start_benchmark(resume='{out.run_id}')."
     elif out.status == "complete":
         out.next_step = f"Read {out.report_uri}, or compare with another run."
+    elif out.status == "failed":
+        out.next_step = "Nothing was measured: read `error`, fix its cause, then start a new benchmark."
     return out
 
 

@@ -16,7 +16,7 @@ from inferctl import __version__
 from inferctl.bench import workload as wl
 from inferctl.bench.spec import SweepSpec
 from inferctl.bench.store import CellResult, RunDir, RunMeta, list_runs, new_run_id, runs_dir, seed_csv
-from inferctl.bench.sweep import NullReporter, Reporter, Sweep, engine_facts
+from inferctl.bench.sweep import NullReporter, Reporter, Sweep, engine_facts, run_failure
 from inferctl.config import Target, resolve_target
 from inferctl.errors import ConfigError
 from inferctl.server.client import VLLMClient
@@ -30,7 +30,9 @@ class SweepSummary(BaseModel):
     status: str
     model: str | None = None
     cells_total: int = 0
+    reason: str = Field(default="", description="Why the run failed, when it did.")
     cells_complete: int = 0
+    cells_failed: int = 0
     cells_infeasible: int = 0
     cells_skipped: int = 0
     cells_aborted: int = 0
@@ -71,8 +73,8 @@ def _host() -> dict:
 
 
 def _summary(store: RunDir, meta: RunMeta, cells: list[CellResult], total: int) -> SweepSummary:
-    s = SweepSummary(run_id=store.path.name, path=str(store.path), status=meta.status, model=meta.model,
-                     cells_total=total, cells=cells)
+    s = SweepSummary(run_id=store.path.name, path=str(store.path), status=meta.status, reason=meta.reason,
+                     model=meta.model, cells_total=total, cells=cells)
     for c in cells:
         if c.status == "complete":
             s.cells_complete += 1
@@ -126,7 +128,8 @@ async def sweep(
             )
         assert store is not None
         workload = await wl.prepare(client, served.id, api=spec.api, output_tokens=spec.output_tokens,
-                                    ignore_eos=spec.ignore_eos, seed=spec.seed, shared_prefix=spec.shared_prefix)
+                                    ignore_eos=spec.ignore_eos, seed=spec.seed, shared_prefix=spec.shared_prefix,
+                                    extra=spec.extra_body)
         ov = workload.overheads
         meta.workload = {"api": spec.api, "alphabet_words": len(workload.alphabet.words),
                          "chat_template": ov.chat_template,
@@ -144,7 +147,8 @@ async def sweep(
         store.write_meta(meta)
         try:
             cells = await Sweep(client, store, meta, spec, workload, reporter).run()
-            meta.status = "complete"
+            failure = run_failure(cells)
+            meta.status, meta.reason = ("failed", failure) if failure else ("complete", "")
         except BaseException:
             meta.status = "interrupted"
             raise

@@ -29,6 +29,7 @@ class QueryResult(BaseModel):
     )
     decode_tokens_per_s: float | None = Field(default=None, description="1 / TPOT: the decode speed.")
     chunks: int = Field(description="Streamed chunks that carried content.")
+    note: str | None = Field(default=None, description="Why the answer could not be timed, when it could not.")
 
 
 async def ask(
@@ -56,7 +57,11 @@ async def ask(
             result = await client.chat(
                 messages, model=served.id, max_tokens=max_tokens, extra=extra, on_delta=on_delta
             )
-    result.raise_for_status(target.url)
+    note = None
+    if result.status == "no_text":  # a well-formed answer of tokens without text: show it, untimed
+        note = result.error
+    else:
+        result.raise_for_status(target.url)
 
     def ms(seconds: float | None) -> float | None:
         return round(seconds * 1000, 2) if seconds is not None else None
@@ -77,4 +82,5 @@ async def ask(
         output_tokens_per_s=round(result.completion_tokens / e2e, 2) if result.completion_tokens and e2e else None,
         decode_tokens_per_s=round(1 / result.tpot, 2) if result.tpot else None,
         chunks=len(result.chunk_times),
+        note=note,
     )

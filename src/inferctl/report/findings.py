@@ -255,6 +255,8 @@ def failure_reason(c: CellResult) -> str:
         parts.append(f"{m.connection_error} connection errors")
     if m.stream_broken:
         parts.append(f"{m.stream_broken} broken streams")
+    if m.no_text:
+        parts.append(f"{m.no_text} streams of tokens without text")
     if c.status == "aborted":
         parts.append(c.reason or "aborted: most requests failing")
     text = ", ".join(parts) or (c.reason or "unknown")
@@ -284,6 +286,18 @@ def _failure(ctx: int, cells: list[CellResult], summary: RowSummary) -> Finding 
 
 
 # -- whole run -------------------------------------------------------------------------------
+
+
+def _prefix_cache(cells: list[CellResult]) -> Finding | None:
+    hit = [c for c in cells if c.prefix_cache is not None and c.prefix_cache.flagged]
+    if not hit:
+        return None
+    worst = max(hit, key=lambda c: c.prefix_cache.measured - c.prefix_cache.intended_max)  # type: ignore[union-attr]
+    pc = worst.prefix_cache
+    assert pc is not None
+    return Finding(kind="data_quality", severity="problem", cells=[c.id for c in hit],
+                   text=f"{len(hit)} cell(s) measured cached prompts — in {worst.id} {pc.text}.",
+                   numbers={"cells": len(hit), "measured": pc.measured, "intended_max": pc.intended_max})
 
 
 def _client_bound(cells: list[CellResult]) -> Finding | None:
@@ -353,7 +367,11 @@ def _quality(run: Run) -> list[Finding]:
                                 + ("its numbers come from another tool's file." if run.meta.source == "imported"
                                    else "its numbers are the planner's predictions."),
                            numbers={"source": run.meta.source}))
-    if run.meta.status != "complete":
+    if run.meta.status == "failed":
+        out.append(Finding(kind="data_quality", severity="problem",
+                           text=f"The run failed: {run.meta.reason or 'no request succeeded'}.",
+                           numbers={"status": run.meta.status}))
+    elif run.meta.status != "complete":
         out.append(Finding(kind="data_quality", severity="warning",
                            text=f"The run is {run.meta.status}: some cells may be missing.",
                            numbers={"status": run.meta.status}))
@@ -372,7 +390,8 @@ def compute(run: Run, slos: list[str] | None = None, max_error_rate: float = DEF
             if f is not None:
                 out.findings.append(f)
         out.rows.append(summary)
-    for f in (_client_bound(run.cells), _spec_decode(run.cells), _kv(run.cells), *_quality(run)):
+    for f in (_prefix_cache(run.cells), _client_bound(run.cells), _spec_decode(run.cells), _kv(run.cells),
+              *_quality(run)):
         if f is not None:
             out.findings.append(f)
     return out

@@ -6,7 +6,9 @@ definitions live here, next to the code that computes them (docs/metrics.md repe
 - **send**: the clock read just before the request is handed to the network (``perf_counter()`` here;
   the load generator's raw transport reads it immediately before its single ``sock.send``).
 - **TTFT**: first *content* chunk minus send. The role-only chunk vLLM sends first (empty
-  ``content``) is not a token; a reasoning delta is.
+  ``content``) is not a token; a reasoning delta is, and so is a chunk carrying ``token_ids``
+  (vLLM's ``return_token_ids``), whose tokens may decode to no text. A stream whose usage counts
+  tokens but where no chunk carried any is ``no_text``: well formed, but untimeable.
 - **chunk times**: the arrival time of every chunk that carries content: when the read that delivered
   it returned here; the kernel's receive timestamp in the load generator's raw transport on Linux
   (bench/rawhttp.py), so a busy event loop does not inflate TTFT. ITL is the gaps between
@@ -45,6 +47,7 @@ try:  # msgspec decodes a chunk ~5x faster than json; it matters at thousands of
         delta: _Delta | None = None
         text: str | None = None
         finish_reason: str | None = None
+        token_ids: list[int] | None = None
 
     class _Usage(msgspec.Struct):
         prompt_tokens: int | None = None
@@ -63,7 +66,15 @@ except ImportError:  # pragma: no cover - msgspec is a dependency; the fallback 
     _DecodeError = (ValueError,)
     _decode_typed = None
 
-Status = Literal["ok", "http_error", "timeout", "connection_error", "stream_broken"]
+Status = Literal["ok", "http_error", "timeout", "connection_error", "stream_broken", "no_text"]
+
+
+def no_text_message(tokens: int) -> str:
+    """Why a well-formed stream of ``tokens`` tokens could not be timed, and what to do about it."""
+    return (f"the server generated {tokens} tokens but streamed no text (they decode to nothing, e.g. special "
+            "tokens from a random-weights model), so no token arrival could be timed; ask for token ids with "
+            "--extra-body '{\"return_token_ids\": true}' (vLLM >= 0.10.2) or serve a tokenizer whose tokens "
+            "decode to text")
 
 
 @dataclass(slots=True)
@@ -215,7 +226,7 @@ class SSEParser:
             choice = chunk.choices[0]
             d = choice.delta
             has = (d.content or d.reasoning or d.reasoning_content) if d is not None else choice.text
-            if has:
+            if has or choice.token_ids:
                 if result.first_token_time is None:
                     result.first_token_time = now
                 result.chunk_times.append(now)
@@ -238,7 +249,8 @@ class SSEParser:
         if not self.done:
             result.status, result.error = "stream_broken", "stream ended before [DONE]"
         elif result.first_token_time is None and (result.completion_tokens or 0) > 0:
-            result.status, result.error = "stream_broken", "no content chunk received"
+            # Well formed (usage counts the tokens, [DONE] came) but nothing carried text: not a broken stream.
+            result.status, result.error = "no_text", no_text_message(result.completion_tokens or 0)
         return result
 
 
@@ -297,7 +309,7 @@ async def stream(
 def _absorb(result: StreamResult, chunk: dict[str, Any], now: float, keep_text: bool = True) -> str:
     """Fold one chunk into the result; returns the new content text."""
     content, reasoning, finish = _content_of(chunk)
-    if content or reasoning:
+    if content or reasoning or _has_token_ids(chunk):
         if result.first_token_time is None:
             result.first_token_time = now
         result.chunk_times.append(now)
@@ -314,6 +326,12 @@ def _absorb(result: StreamResult, chunk: dict[str, Any], now: float, keep_text: 
         result.prompt_tokens = usage.get("prompt_tokens")
         result.completion_tokens = usage.get("completion_tokens")
     return content
+
+
+def _has_token_ids(chunk: dict[str, Any]) -> bool:
+    """A chunk that carries token ids (vLLM's ``return_token_ids``) is a token arrival, text or not."""
+    choices = chunk.get("choices")
+    return bool(choices) and isinstance(choices[0], dict) and bool(choices[0].get("token_ids"))
 
 
 def _error_message(body: str) -> str:

@@ -74,9 +74,10 @@ def test_row_stops_early_when_error_rate_passes_threshold(tmp_path: Path) -> Non
     with FakeVLLM(FakeConfig(ttft_ms=1, fault_cycle=["503"])) as fake:
         s = _sweep(fake.url, tmp_path, concurrencies=[1, 2, 4], error_threshold=0.5)
     statuses = Counter(c.status for c in s.cells)
-    assert statuses == {"complete": 2, "skipped": 4}
+    assert statuses == {"failed": 2, "skipped": 4}  # every request of the first cells failed
+    assert s.status == "failed"
     assert all("row stopped" in c.reason for c in s.cells if c.status == "skipped")
-    assert all(c.metrics.http_codes == {"503": 6} for c in s.cells if c.status == "complete")
+    assert all(c.metrics.http_codes == {"503": 6} for c in s.cells if c.status == "failed")
 
 
 def test_resume_runs_only_missing_cells_and_counts_nothing_twice(tmp_path: Path) -> None:
