@@ -112,10 +112,13 @@ class ModelConfig(_Strict):
 def parse_file(name: str, text: str) -> CorpusFile:
     """One corpus file, validated; a one-sentence ConfigError on any problem."""
     try:
-        doc = tomllib.loads(text)
-        cf = CorpusFile.model_validate(doc)
-    except (tomllib.TOMLDecodeError, ValidationError) as exc:
-        raise ConfigError(f"{name} is not a valid measurement corpus file: {str(exc).splitlines()[0]}.") from None
+        cf = CorpusFile.model_validate(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{name} is not valid TOML: {exc}.") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{name} is not a valid measurement corpus file: {where}: {err['msg']}.") from None
     for e in cf.entries:
         e.source = cf.source
     return cf

@@ -333,11 +333,9 @@ def text_blocks(text: str) -> list[dict[str, Any]]:
         key = _TEXT_KEYS.get(label)
         if key is None:
             parts = label.replace("(ms)", "").split()
-            if len(parts) == 2 and parts[0] in ("mean", "median", "std") and parts[1] in _DIST:
-                key = f"{parts[0]}_{_DIST[parts[1]]}_ms"
-            elif len(parts) == 2 and parts[0].startswith("p") and parts[0][1:].replace(".", "").isdigit() \
-                    and parts[1] in _DIST:
-                key = f"{parts[0]}_{_DIST[parts[1]]}_ms"
+            stat = parts[0] if len(parts) == 2 and parts[1] in _DIST else ""
+            if stat in ("mean", "median", "std") or (stat[:1] == "p" and stat[1:].replace(".", "").isdigit()):
+                key = f"{stat}_{_DIST[parts[1]]}_ms"
         if key is None:
             continue
         (cur if cur is not None else pending)[key] = v
