@@ -23,6 +23,7 @@ class ImportResult(BaseModel):
     contexts: list[int]
     loads: list[float] = Field(description="Concurrencies (or rates) found.")
     warnings: list[str] = Field(default_factory=list)
+    runs: list[str] = Field(default_factory=list, description="Corpus files: one run directory per entry.")
 
 
 def import_files(files: list[str | Path], *, root: str | Path | None = None, label: str | None = None,
@@ -42,6 +43,10 @@ def import_files(files: list[str | Path], *, root: str | Path | None = None, lab
         except OSError as exc:
             raise ConfigError(f"Cannot read {path}: {exc.strerror or exc}.") from None
         parsed = parse(path.name, text, output_tokens=output_tokens)
+        if parsed.format == "inferctl-corpus":
+            if len(files) > 1:
+                raise ConfigError("Import a measurement corpus file on its own.")
+            return _import_corpus(path, parsed, root=root, command=command)
         if fmt and parsed.format != fmt:
             raise ConfigError(f"{path.name} is {parsed.format} but earlier files are {fmt}; import them separately.")
         fmt = parsed.format
@@ -76,3 +81,32 @@ def import_files(files: list[str | Path], *, root: str | Path | None = None, lab
     return ImportResult(run_id=store.path.name, path=str(store.path), format=fmt or "?",
                         files=[str(f) for f in files], cells=len(ordered), contexts=ctxs,
                         loads=[float(x) for x in (rates or concs)], warnings=warnings)
+
+
+def _import_corpus(path: Path, parsed, *, root, command) -> ImportResult:
+    """A corpus file: one run directory per entry (entries differ in model and hardware)."""
+    runs = []
+    source = parsed.facts["source"]
+    for entry, cell in zip(parsed.facts["entries"], parsed.cells, strict=True):
+        cell.row = 0
+        store = RunDir.create(runs_dir(root), new_run_id(f"import-{entry.id}"))
+        loads = {"concurrencies": [cell.concurrency] if cell.rate is None else [], "rates": [cell.rate] if cell.rate
+                 is not None else None}  # fmt: skip
+        meta = RunMeta(
+            run_id=store.path.name, source="imported", status="complete", target={"name": entry.id, "url": None},
+            model=entry.model,
+            engine={"hardware": entry.hardware, "accelerator": entry.accelerator, "count": entry.count,
+                    "vllm_version": entry.vllm_version, "flags": entry.flags,
+                    "imported_from": {"format": "inferctl-corpus", "file": str(path), "entry": entry.id,
+                                      "source": source["url"], "source_date": source["date"]}},
+            grid={"contexts": [cell.context], **loads, "output_tokens": cell.output_tokens, "api": None, "slos": []},
+            inferctl_version=__version__, command=command or [], started_at=time.time(), ended_at=time.time())
+        store.write_meta(meta)
+        store.write_cells([cell])
+        runs.append(store.path.name)
+    ctxs = sorted({c.context for c in parsed.cells})
+    return ImportResult(run_id=runs[0], path=str(runs_dir(root) / runs[0]), format="inferctl-corpus",
+                        files=[str(path)], cells=len(parsed.cells), contexts=ctxs,
+                        loads=sorted({float(c.rate if c.rate is not None else c.concurrency or 0)
+                                      for c in parsed.cells}),
+                        runs=runs)  # fmt: skip

@@ -277,6 +277,92 @@ def parse_seed_csv(text: str, output_tokens: int | None = None) -> Parsed:
     return p
 
 
+# -- vllm bench serve, pasted text ------------------------------------------------------------------------
+
+_BLOCK_START = "Serving Benchmark Result"
+# Printed labels -> the keys of vllm bench serve's JSON result (the text block prints the same figures).
+_TEXT_KEYS = {
+    "successful requests": "completed", "failed requests": "failed",
+    "maximum request concurrency": "max_concurrency", "max request concurrency": "max_concurrency",
+    "traffic request rate": "request_rate", "request rate configured (rps)": "request_rate",
+    "benchmark duration (s)": "duration", "total input tokens": "total_input_tokens",
+    "total generated tokens": "total_output_tokens", "request throughput (req/s)": "request_throughput",
+    "output token throughput (tok/s)": "output_throughput", "total token throughput (tok/s)": "total_token_throughput",
+    "request goodput (req/s)": "request_goodput",
+}  # fmt: skip
+_DIST = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2el"}
+
+
+def _text_value(raw: str) -> Any:
+    raw = raw.strip()
+    if raw.lower() in ("inf", "none"):
+        return float("inf") if raw.lower() == "inf" else None
+    try:
+        return int(raw) if raw.lstrip("-").isdigit() else float(raw)
+    except ValueError:
+        return raw
+
+
+def text_blocks(text: str) -> list[dict[str, Any]]:
+    """Each ``====== Serving Benchmark Result ======`` block of pasted text as a vllm-bench-serve JSON dict.
+
+    Lines are ``Label: value``; the mean/median/P99 latency lines become ``mean_ttft_ms`` etc. A
+    ``Traffic request rate`` or ``Maximum request concurrency`` line printed just before the block (vLLM
+    prints them above it) belongs to the block that follows. Lines that are not ``label: number`` are skipped.
+    """
+    blocks: list[dict[str, Any]] = []
+    pending: dict[str, Any] = {}
+    cur: dict[str, Any] | None = None
+    for line in text.splitlines():
+        line = line.strip().lstrip("#").strip()
+        if _BLOCK_START in line:
+            cur = dict(pending)
+            pending = {}
+            blocks.append(cur)
+            continue
+        if line.startswith("=") and cur is not None and set(line) == {"="}:
+            cur = None
+            continue
+        if ":" not in line:
+            continue
+        label, _, value = line.rpartition(":")
+        label = label.strip().lower()
+        v = _text_value(value)
+        if isinstance(v, str):
+            continue
+        key = _TEXT_KEYS.get(label)
+        if key is None:
+            parts = label.replace("(ms)", "").split()
+            stat = parts[0] if len(parts) == 2 and parts[1] in _DIST else ""
+            if stat in ("mean", "median", "std") or (stat[:1] == "p" and stat[1:].replace(".", "").isdigit()):
+                key = f"{stat}_{_DIST[parts[1]]}_ms"
+        if key is None:
+            continue
+        (cur if cur is not None else pending)[key] = v
+    for b in blocks:
+        if b.get("request_rate") is not None and math.isinf(b["request_rate"]):
+            b["request_rate"] = None
+    return [b for b in blocks if "request_throughput" in b]
+
+
+def parse_vllm_text(text: str, *, input_len: int | None = None) -> Parsed:
+    """Pasted ``vllm bench serve`` output (one or more result blocks); the block does not print the
+    configured input length, so the mean prompt length is used unless ``input_len`` is given."""
+    blocks = text_blocks(text)
+    if not blocks:
+        raise ConfigError("The text holds no complete 'Serving Benchmark Result' block (no request throughput line).")
+    for b in blocks:
+        b.setdefault("failed", 0)  # older versions print no 'Failed requests' line
+        if input_len:
+            b["random_input_len"] = input_len
+        if b.get("max_concurrency") is None and b.get("request_rate") is None:
+            b.pop("max_concurrency", None)
+            b["num_prompts"] = int(b.get("completed") or 0) + int(b.get("failed") or 0)
+    p = parse_vllm(blocks)
+    p.format = "vllm-bench-serve-text"
+    return p
+
+
 # -- detection ---------------------------------------------------------------------------------------
 
 
@@ -302,8 +388,14 @@ def parse(name: str, text: str, *, output_tokens: int | None = None) -> Parsed:
         raise ConfigError(f"{name} is JSON but neither vllm bench serve results (request_throughput, completed...) "
                           "nor a GuideLLM report (benchmarks); supported: vllm bench serve JSON, GuideLLM JSON, "
                           "the seed's benchmark_sweep_results.csv.")
+    if _BLOCK_START in stripped:
+        return parse_vllm_text(stripped)
+    if stripped.startswith("[source]") or "\n[source]" in stripped:
+        from inferctl.catalog.corpus import parse_corpus_text
+
+        return parse_corpus_text(name, stripped)
     first = stripped.splitlines()[0]
     if "," in first:
         return parse_seed_csv(stripped, output_tokens)
-    raise ConfigError(f"Cannot tell the format of {name}; supported: vllm bench serve JSON, GuideLLM JSON, the "
-                      "seed's benchmark_sweep_results.csv.")
+    raise ConfigError(f"Cannot tell the format of {name}; supported: vllm bench serve JSON or pasted text, "
+                      "GuideLLM JSON, the seed's benchmark_sweep_results.csv, an inferctl measurement corpus file.")

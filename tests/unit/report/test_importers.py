@@ -131,3 +131,110 @@ def test_import_writes_an_imported_run(tmp_path) -> None:
     assert meta.source == "imported" and meta.engine["hardware"] == "cloudrun-l4"
     assert meta.grid["contexts"] == [8, 16384] and meta.grid["concurrencies"] == [1, 2]
     assert [c.id for c in store.cells()] == ["ctx8-c1", "ctx8-c2", "ctx16384-c2"] and res.cells == 3
+
+
+# Pasted verbatim from the AI-Hypercomputer/tpu-recipes Llama3.x recipe (commit b709d73, TPU v6e-8,
+# Llama-3.3-70B-Instruct, `vllm bench serve --max-concurrency 64`), as people paste it into issues.
+PASTED_V6E = """
+With `MAX_CONCURRENCY=64`:
+
+```text
+============ Serving Benchmark Result ============
+Successful requests:                     3000
+Failed requests:                         0
+Maximum request concurrency:             64
+Benchmark duration (s):                  1202.50
+Total input tokens:                      2997000
+Total generated tokens:                  3000000
+Request throughput (req/s):              2.49
+Output token throughput (tok/s):         2494.80
+Peak output token throughput (tok/s):    2872.00
+Peak concurrent requests:                77.00
+Total Token throughput (tok/s):          4987.10
+---------------Time to First Token----------------
+Mean TTFT (ms):                          251.04
+Median TTFT (ms):                        198.81
+P99 TTFT (ms):                           2501.65
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          25.35
+Median TPOT (ms):                        25.40
+P99 TPOT (ms):                           25.43
+---------------Inter-token Latency----------------
+Mean ITL (ms):                           25.35
+Median ITL (ms):                         23.11
+P99 ITL (ms):                            40.75
+==================================================
+```
+"""
+
+# An older benchmark_serving.py block (no 'Failed requests' or concurrency line: every prompt sent at once),
+# from dennislee22/vLLM-benchmarking README (A100 80GB, Qwen2-7B-Instruct, 10 prompts, random 1024/1024).
+PASTED_A100_BURST = ("""
+============ Serving Benchmark Result ============
+Successful requests:                     10
+Benchmark duration (s):                  14.30
+Total input tokens:                      10239
+Total generated tokens:                  10240
+Request throughput (req/s):              0.70
+Output token throughput (tok/s):         715.92
+Total Token throughput (tok/s):          1431.76
+---------------Time to First Token----------------
+Mean TTFT (ms):                          488.52
+Median TTFT (ms):                        511.95
+P99 TTFT (ms):                           723.97
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          13.47
+Median TPOT (ms):                        13.45
+P99 TPOT (ms):                           13.79
+---------------Inter-token Latency----------------
+Mean ITL (ms):                           13.48
+Median ITL (ms):                         13.09
+P99 ITL (ms):                            19.63
+==================================================
+""").replace("\n", "     \n")  # the script pads every value with spaces
+
+
+def test_pasted_vllm_bench_serve_text_block() -> None:
+    p = parse("pasted.txt", PASTED_V6E)
+    assert p.format == "vllm-bench-serve-text" and len(p.cells) == 1
+    c = p.cells[0]
+    assert c.concurrency == 64 and c.rate is None
+    assert c.context == 999 and c.output_tokens == 1000  # mean prompt / output length: the block prints totals
+    m = c.metrics
+    assert (m.ok, m.errors, m.request_throughput, m.output_throughput) == (3000, 0, 2.49, 2494.80)
+    assert (m.ttft.mean, m.ttft.p50, m.ttft.p99) == (251.04, 198.81, 2501.65)
+    assert (m.tpot.mean, m.tpot.p50, m.itl.p50) == (25.35, 25.40, 23.11)
+
+
+def test_pasted_burst_block_without_concurrency_line_is_a_burst_of_all_prompts(tmp_path) -> None:
+    both = PASTED_A100_BURST + "\nsome log line: not a number\n" + PASTED_V6E
+    p = parse("two.txt", both)
+    assert [c.concurrency for c in p.cells] == [64, 10]  # rows by context: 999 (mean prompt), then 1024
+    burst = next(c for c in p.cells if c.concurrency == 10)
+    assert burst.context == 1024 and burst.metrics.tpot.p50 == 13.45 and burst.metrics.errors == 0
+    f = tmp_path / "a100.txt"
+    f.write_text(PASTED_A100_BURST, encoding="utf-8")
+    res = import_files([f], root=tmp_path / "runs")
+    assert res.format == "vllm-bench-serve-text" and res.cells == 1 and res.loads == [10.0]
+
+
+def test_text_without_a_complete_block_is_refused() -> None:
+    with pytest.raises(ConfigError, match="no complete 'Serving Benchmark Result' block"):
+        parse("f.txt", "============ Serving Benchmark Result ============\nSuccessful requests: 3\n")
+
+
+def test_corpus_file_imports_one_run_per_entry(tmp_path) -> None:
+    from importlib import resources
+
+    src = resources.files("inferctl.catalog").joinpath("data/measurements/tpu-recipes-llama3x-v6e.toml")
+    f = tmp_path / "corpus.toml"
+    f.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    res = import_files([f], root=tmp_path / "runs")
+    assert res.format == "inferctl-corpus" and len(res.runs) == 2 and res.cells == 2
+    store = RunDir(tmp_path / "runs" / res.runs[1])
+    meta = store.read_meta()
+    assert meta.model == "meta-llama/Llama-3.3-70B-Instruct" and meta.engine["accelerator"] == "tpu-v6e"
+    assert meta.engine["imported_from"]["source"].startswith("https://github.com/AI-Hypercomputer/tpu-recipes/")
+    (cell,) = store.cells()
+    assert (cell.context, cell.concurrency, cell.output_tokens) == (1000, 128, 1000)
+    assert cell.metrics.request_throughput == 3.54 and cell.metrics.tpot.p50 == 35.43
