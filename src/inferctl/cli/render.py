@@ -173,6 +173,13 @@ def memory(report: Any) -> None:
             ("max model len", _num(lay.max_model_len) if lay.max_model_len else None),
             ("weights in memory", f"{gib(lay.model_load_memory_gib)} (loaded in {sec(lay.model_load_seconds)})"
              if lay.model_load_memory_gib is not None else None),
+            ("memory budget", f"{gib(lay.requested_memory_gib)} (utilization {lay.gpu_memory_utilization:g})"
+             if lay.requested_memory_gib is not None and lay.gpu_memory_utilization is not None else None),
+            ("profiled reserve", f"activation peak {gib(lay.torch_peak_increase_gib)}, non-torch "
+             f"{gib(lay.non_torch_increase_gib)}, non-KV total {gib(lay.non_kv_cache_memory_gib)}"
+             if lay.torch_peak_increase_gib is not None else None),
+            ("CUDA graph estimate", gib(lay.graph_memory_estimate_gib)
+             if lay.graph_memory_estimate_gib is not None else None),
             ("KV cache memory", gib(lay.kv_cache_memory_gib) if lay.kv_cache_memory_gib is not None else None),
             ("KV cache dtype", lay.kv_cache_dtype),
             ("block size", _num(lay.block_size) if lay.block_size else None),

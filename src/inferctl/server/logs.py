@@ -58,6 +58,14 @@ _P = {
     "blocks_info": r"num_gpu_blocks is: (\d+)",
     "graph": rf"Graph capturing finished in {_NUM} secs?, took (-?{_NUM}) GiB",
     "graph_estimate": rf"Estimated CUDA graph memory: {_NUM} GiB",
+    # vLLM's memory profile (gpu_worker.determine_available_memory; the first two at DEBUG level):
+    # the requested budget, the non-KV total and its parts, and the CUDA-graph estimate as a utilization.
+    "requested": rf"Initial free memory:? {_NUM} ?GiB; Requested memory: {_NUM} \(util\), {_NUM} ?GiB",
+    "profile": rf"Memory profiling takes {_NUM} seconds\.\s*Total non KV cache memory: {_NUM} ?GiB; "
+    rf"torch peak memory increase: {_NUM} ?GiB; (?:non-torch forward increase memory: {_NUM} ?GiB; )?"
+    rf"(?:total consumed \(from mem_get_info\): {_NUM} ?GiB; )?weights memory: {_NUM} ?GiB",
+    "graph_util": r"--gpu-memory-utilization=([\d.]+) is equivalent to --gpu-memory-utilization=([\d.]+) without "
+    r"CUDA graph memory profiling",
     "compile_total": rf"torch\.compile takes {_NUM} s in total",
     "compile_graph": rf"Compiling a graph for .*? takes {_NUM} s",
     "dynamo": rf"Dynamo bytecode transform time: {_NUM} s",
@@ -87,6 +95,8 @@ _ANCHOR = {
     "kv_memory": "Available KV cache memory: ", "kv_size": " KV cache size: ",
     "concurrency": "Maximum concurrency for ", "blocks": " blocks: ", "blocks_info": "num_gpu_blocks is: ",
     "graph": "Graph capturing finished in ", "graph_estimate": "Estimated CUDA graph memory: ",
+    "requested": "Requested memory: ", "profile": "Memory profiling takes ",
+    "graph_util": " without CUDA graph memory profiling",
     "compile_total": "torch.compile takes ", "compile_graph": "Compiling a graph for ",
     "dynamo": "Dynamo bytecode transform time: ", "warmup": "Initial profiling/warmup run took ",
     "init_engine": "init engine (profile", "server_url": "Starting vLLM ",
@@ -235,6 +245,18 @@ class MemoryLayout(BaseModel):
     graph_capture_seconds: float | None = Field(default=None, description="CUDA graph capture time.")
     graph_capture_memory_gib: float | None = Field(default=None, description="Memory CUDA graphs took, GiB.")
     graph_memory_estimate_gib: float | None = Field(default=None, description="Profiled CUDA graph estimate.")
+    initial_free_memory_gib: float | None = Field(
+        default=None, description="Free device memory before vLLM loaded anything (DEBUG line), GiB.")
+    gpu_memory_utilization: float | None = Field(default=None, description="--gpu-memory-utilization in force.")
+    requested_memory_gib: float | None = Field(
+        default=None, description="The budget vLLM may use: total memory x utilization (DEBUG line), GiB.")
+    non_kv_cache_memory_gib: float | None = Field(
+        default=None, description="Weights + activation peak + non-torch memory ('Memory profiling takes', DEBUG).")
+    torch_peak_increase_gib: float | None = Field(
+        default=None, description="Activation peak of the profiling run (forward at max_num_batched_tokens, "
+                                  "then the sampler at max_num_seqs), GiB.")
+    non_torch_increase_gib: float | None = Field(default=None, description="Non-torch memory growth (NCCL...), GiB.")
+    profiled_weights_memory_gib: float | None = Field(default=None, description="Weights as the profiler saw them.")
     torch_compile_seconds: float | None = Field(
         default=None,
         description="torch.compile total: the 'takes X s in total' line, else the init-engine line's "
@@ -413,6 +435,17 @@ def parse_startup_log(text: str) -> MemoryLayout:
             first("graph_capture_memory_gib", m.group(2))
         if m := hits.get("graph_estimate"):
             first("graph_memory_estimate_gib", m.group(1))
+        if m := hits.get("requested"):
+            first("initial_free_memory_gib", m.group(1))
+            first("gpu_memory_utilization", m.group(2))
+            first("requested_memory_gib", m.group(3))
+        if m := hits.get("profile"):
+            first("non_kv_cache_memory_gib", m.group(2))
+            first("torch_peak_increase_gib", m.group(3))
+            first("non_torch_increase_gib", m.group(4))
+            first("profiled_weights_memory_gib", m.group(6))
+        if m := hits.get("graph_util"):
+            first("_graph_util", (float(m.group(1)), float(m.group(2))))
         if m := hits.get("compile_total"):
             first("_compile_total", m.group(1))
         if m := hits.get("dynamo"):
@@ -454,6 +487,9 @@ def parse_startup_log(text: str) -> MemoryLayout:
     )
     first("torch_compile_seconds", out.pop("_compile_total", None) or out.pop("_compile_init", None))
     first("torch_compile_seconds", dynamo_plus_graphs)
+    if (gu := out.get("_graph_util")) and out.get("requested_memory_gib") is not None and gu[0] > 0:
+        # The estimate as a share of total memory: (util - equivalent util) x (requested / util).
+        first("graph_memory_estimate_gib", round((gu[0] - gu[1]) * float(out["requested_memory_gib"]) / gu[0], 3))
     first("block_size", out.get("_args_block_size"))
     first("kv_cache_dtype", out.get("_kv_dtype_line"))
     for source in ("_kv_device", "_tpu", "_platform", "_config_device", "_blocks_device"):

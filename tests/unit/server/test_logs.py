@@ -251,3 +251,39 @@ def test_real_startup_log_agrees_with_metrics():
 def test_real_specdecode_startup_log():
     m = parse_startup_log((REAL / "startup_specdecode.log").read_text())
     assert m.found_any and m.kv_cache_tokens
+
+
+# vLLM's memory-profile lines, as gpu_worker.determine_available_memory writes them (the first two at DEBUG
+# level: run the server with VLLM_LOGGING_LEVEL=DEBUG to get them). The "Memory profiling takes" line below is
+# copied from a public vLLM issue (Qwen3-30B-A3B, --data-parallel-size 2); the others follow vLLM 0.32's format
+# strings (vllm/v1/worker/gpu_worker.py, vllm/utils/mem_utils.py).
+PROFILE_LOG = """\
+(EngineCore_DP0 pid=1) DEBUG 11-20 10:00:01 [gpu_worker.py:300] Initial free memory: 78.69 GiB; Requested memory: 0.900000 (util), 71.27 GiB
+(EngineCore_DP0 pid=1) INFO 11-20 10:00:02 [gpu_worker.py:358] Memory profiling takes 7.29 seconds. Total non KV cache memory: 36.07GiB; torch peak memory increase: 5.58GiB; non-torch forward increase memory: 0.61GiB; weights memory: 29.88GiB.
+(EngineCore_DP0 pid=1) INFO 11-20 10:00:02 [gpu_worker.py:760] Available KV cache memory: 33.22 GiB
+(EngineCore_DP0 pid=1) INFO 11-20 10:00:02 [gpu_worker.py:780] CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization=0.9000 is equivalent to --gpu-memory-utilization=0.8750 without CUDA graph memory profiling. To maintain the same effective KV cache size as before, increase --gpu-memory-utilization to 0.9250. To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.
+"""  # noqa: E501
+
+
+def test_memory_profile_breakdown_is_read():
+    from inferctl.server.logs import parse_startup_log
+
+    m = parse_startup_log(PROFILE_LOG)
+    assert m.requested_memory_gib == 71.27 and m.gpu_memory_utilization == 0.9 and m.initial_free_memory_gib == 78.69
+    assert m.non_kv_cache_memory_gib == 36.07 and m.torch_peak_increase_gib == 5.58
+    assert m.non_torch_increase_gib == 0.61 and m.profiled_weights_memory_gib == 29.88
+    # 0.025 of the total memory (71.27 / 0.9 GiB)
+    assert m.graph_memory_estimate_gib == round(0.025 * 71.27 / 0.9, 3)
+    # The budget identity vLLM uses: available KV = requested - non-KV - CUDA-graph estimate.
+    assert round(m.requested_memory_gib - m.non_kv_cache_memory_gib - m.graph_memory_estimate_gib, 2) \
+        == m.kv_cache_memory_gib
+
+
+def test_newer_profile_line_with_total_consumed():
+    from inferctl.server.logs import parse_startup_log
+
+    m = parse_startup_log("INFO x [gpu_worker.py:1] Memory profiling takes 31.20 seconds. Total non KV cache memory: "
+                          "63.53GiB; torch peak memory increase: 2.04GiB; total consumed (from mem_get_info): "
+                          "61.49GiB; weights memory: 55.87GiB.\n")
+    assert m.non_kv_cache_memory_gib == 63.53 and m.torch_peak_increase_gib == 2.04
+    assert m.non_torch_increase_gib is None and m.profiled_weights_memory_gib == 55.87
