@@ -67,6 +67,11 @@ class FakeConfig:
     empty_text: bool = False
     # Prefix-cache counters for /metrics: hits = this fraction of the prompt tokens served (None: not exposed).
     prefix_cache_hit_rate: float | None = None
+    # Latency histograms for /metrics with vLLM's names and TTFT buckets, observed by the fake itself (arrival to
+    # first token, per-token decode time, arrival to end). histogram_shift_ms is subtracted from every TTFT and E2E
+    # observation: a server whose own clock disagrees with what its clients see.
+    histograms: bool = False
+    histogram_shift_ms: float = 0.0
 
 
 class _State:
@@ -82,6 +87,7 @@ class _State:
         self.faults_served: dict[str, int] = {}
         self.prefix_queries = 0
         self.prefix_hits = 0
+        self.observed: dict[str, list[float]] = {"ttft": [], "tpot": [], "e2e": []}
 
     def fault_for(self, n: int) -> str:
         kind = self.cfg.faults.get(n)
@@ -142,6 +148,7 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                     f'vllm:prefix_cache_hits_total{{engine="0",model_name="{cfg.model}"}} {float(state.prefix_hits)}\n'
                     if cfg.prefix_cache_hit_rate is not None else ""
                 )
+                + (_histograms(state.observed) if cfg.histograms else "")
                 + "# TYPE vllm:request_success_total counter\n"
                 + "".join(
                     f'vllm:request_success_total{{engine="0",finished_reason="{r}",model_name="{cfg.model}"}} '
@@ -221,7 +228,10 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
             data = {"id": "x", "object": obj, "model": cfg.model, "choices": [choice]}
             return f"data: {json.dumps(data)}\n\n".encode()
 
+        arrived = time.perf_counter()
+
         async def gen():
+            first: float | None = None
             state.running += 1
             state.max_running = max(state.max_running, state.running)
             try:
@@ -255,6 +265,8 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                     if fault == "reset" and i == 1:
                         raise ConnectionResetError("injected reset mid-stream")
                     yield chunk("ab"[i % 2], "length" if i == n_out - 1 else None)
+                    if first is None:
+                        first = time.perf_counter()
                     state.generation_tokens += 1
                     if fault == "stall":
                         await asyncio.sleep(cfg.stall_s)
@@ -264,6 +276,12 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                              "completion_tokens": n_out}
                     yield f"data: {json.dumps({'id': 'x', 'object': obj, 'choices': [], 'usage': usage})}\n\n".encode()
                 state.finished["length"] = state.finished.get("length", 0) + 1
+                if first is not None:
+                    shift, end = cfg.histogram_shift_ms / 1000, time.perf_counter()
+                    state.observed["ttft"].append(max(0.0, first - arrived - shift))
+                    state.observed["e2e"].append(max(0.0, end - arrived - shift))
+                    if n_out > 1:
+                        state.observed["tpot"].append((end - first) / (n_out - 1))
                 if fault != "no_done":
                     yield b"data: [DONE]\n\n"
             finally:
@@ -285,6 +303,29 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
         Route("/v1/completions", completions, methods=["POST"]),
     ])
     return app, state
+
+
+# vLLM's buckets (vllm/v1/metrics/loggers.py): TTFT, per-output-token time, request latency.
+_BUCKETS = {
+    "vllm:time_to_first_token_seconds": ("ttft", [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+                                                  1.0, 2.5, 5.0, 7.5, 10.0]),
+    "vllm:request_time_per_output_token_seconds": ("tpot", [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4,
+                                                            0.5, 0.75, 1.0, 2.5]),
+    "vllm:e2e_request_latency_seconds": ("e2e", [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0]),
+}
+
+
+def _histograms(observed: dict[str, list[float]]) -> str:
+    out = []
+    for name, (key, bounds) in _BUCKETS.items():
+        values = observed[key]
+        out.append(f"# TYPE {name} histogram\n")
+        for le in bounds:
+            out.append(f'{name}_bucket{{engine="0",le="{le}",model_name="m"}} {float(sum(v <= le for v in values))}\n')
+        out.append(f'{name}_bucket{{engine="0",le="+Inf",model_name="m"}} {float(len(values))}\n')
+        out.append(f'{name}_count{{engine="0",model_name="m"}} {float(len(values))}\n')
+        out.append(f'{name}_sum{{engine="0",model_name="m"}} {sum(values)}\n')
+    return "".join(out)
 
 
 def html_app() -> Starlette:

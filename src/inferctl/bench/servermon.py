@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from inferctl.bench.agreement import ServerP50, server_p50
 from inferctl.errors import InferctlError
 from inferctl.server.client import VLLMClient
 from inferctl.server.metrics import MetricsSnapshot, parse_metrics
@@ -41,6 +42,8 @@ class ServerCellStats(BaseModel):
     requests_waiting_peak: float | None = Field(default=None, description="Deepest server queue seen.")
     server_ttft_p50_ms: float | None = None
     server_queue_p50_ms: float | None = None
+    latency_p50: dict[str, ServerP50] = Field(
+        default_factory=dict, description="ttft/tpot/itl/e2e/queue: the server's median and its histogram bucket.")
 
 
 class ServerMonitor:
@@ -112,6 +115,8 @@ class ServerMonitor:
             kv_cache_usage_peak=self.peaks.get("kv"), requests_running_peak=self.peaks.get("running"),
             requests_waiting_peak=self.peaks.get("waiting"),
             server_ttft_p50_ms=_p50_ms(d.ttft), server_queue_p50_ms=_p50_ms(d.queue),
+            latency_p50={k: p for k in ("ttft", "tpot", "itl", "e2e", "queue")
+                         if (p := server_p50(getattr(d, k))) is not None},
         )
 
     def raw(self) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from inferctl.bench.agreement import MetricAgreement
 from inferctl.bench.cachecheck import PrefixCacheCheck
 from inferctl.bench.records import RequestRecord
 from inferctl.bench.stats import CellMetrics, ClientHealth
@@ -60,6 +61,8 @@ class CellResult(BaseModel):
     metrics: CellMetrics = Field(default_factory=CellMetrics)
     server: dict[str, Any] = Field(default_factory=dict, description="ServerCellStats as a dict.")
     client: ClientHealth = Field(default_factory=ClientHealth)
+    agreement: list[MetricAgreement] = Field(
+        default_factory=list, description="Client p50s next to vLLM's own histograms (bench/agreement.py).")
     prefix_cache: PrefixCacheCheck | None = Field(
         default=None, description="Server prefix-cache hit rate vs what the workload shares (None: not exposed).")
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from inferctl.bench import cachecheck
+from inferctl.bench import agreement, cachecheck
 from inferctl.bench import workload as wl
 from inferctl.bench.honesty import assess
 from inferctl.bench.loadgen import CellRun, LiveStats, LoadSpec, default_requests, default_warmup, run_cell
@@ -190,6 +190,10 @@ class Sweep:
         result.metrics = aggregate(run.records, spec.slos)
         result.client = assess(run, run.records, result.metrics, concurrency=cell.concurrency, rate=cell.rate)
         result.server = server.model_dump(mode="json")
+        result.agreement = agreement.compare(server.latency_p50, result.metrics)
+        for row in result.agreement:
+            if not row.agrees:
+                self.reporter.note(f"{cell.id}: {row.text}")
         result.prefix_cache = cachecheck.check(
             server.prefix_cache_hit_rate, prefill=ps.target_prefill, preemptions=server.preemptions,
             shared_tokens=self.workload.overhead + (1 if ps.anchor else 0) + ps.prefix_tokens)

@@ -34,7 +34,7 @@ DEFAULT_MAX_ERROR_RATE = 0.01
 FEW_REQUESTS = 20
 
 Kind = Literal["saturation", "slo_capacity", "operating_range", "failure", "client_bound", "spec_decode",
-               "kv_pressure", "data_quality"]
+               "kv_pressure", "data_quality", "server_agreement"]
 
 
 class Finding(BaseModel):
@@ -288,6 +288,24 @@ def _failure(ctx: int, cells: list[CellResult], summary: RowSummary) -> Finding 
 # -- whole run -------------------------------------------------------------------------------
 
 
+def _agreement(cells: list[CellResult]) -> Finding | None:
+    off = [(c, a) for c in cells for a in c.agreement if not a.agrees]
+    checked = [c for c in cells if c.agreement]
+    if not checked:
+        return None
+    if not off:
+        return Finding(kind="server_agreement", severity="info", cells=[c.id for c in checked],
+                       text=f"In all {len(checked)} cells the client's TTFT/TPOT/E2E medians lie within vLLM's own "
+                            "histogram buckets: the client added nothing visible at the server's resolution.",
+                       numbers={"cells": len(checked)})
+    c, a = off[0]
+    ids = sorted({x.id for x, _ in off})
+    return Finding(kind="server_agreement", severity="warning", cells=ids,
+                   text=f"{len(ids)} cell(s) disagree with vLLM's own histograms — {c.id}: {a.text}.",
+                   numbers={"cells": len(ids), "client_p50_ms": a.client_p50_ms,
+                            "server_p50_ms": a.server_p50_ms})
+
+
 def _prefix_cache(cells: list[CellResult]) -> Finding | None:
     hit = [c for c in cells if c.prefix_cache is not None and c.prefix_cache.flagged]
     if not hit:
@@ -390,7 +408,8 @@ def compute(run: Run, slos: list[str] | None = None, max_error_rate: float = DEF
             if f is not None:
                 out.findings.append(f)
         out.rows.append(summary)
-    for f in (_prefix_cache(run.cells), _client_bound(run.cells), _spec_decode(run.cells), _kv(run.cells),
+    cells = run.cells
+    for f in (_prefix_cache(cells), _agreement(cells), _client_bound(cells), _spec_decode(cells), _kv(cells),
               *_quality(run)):
         if f is not None:
             out.findings.append(f)

@@ -14,8 +14,10 @@ from inferctl.report.data import METRICS, Run
 from inferctl.report.figures import Figure, Heat, Panel
 from inferctl.report.findings import Findings, num
 from inferctl.report.markdown import (
+    AGREEMENT_HEADERS,
     CELL_HEADERS,
     _ld,
+    agreement_table,
     cell_table,
     comparison_table,
     header_facts,
@@ -141,6 +143,10 @@ def run_html(run: Run, findings: Findings, figs: list[Figure]) -> str:
     b.append("<h2>Cells</h2><p class=\"muted\">Latencies in ms.</p>")
     for ctx, table in cell_table(run).items():
         b += [f"<h3>Context {ctx} tokens</h3>", _table(CELL_HEADERS, table)]
+    if agree := agreement_table(run):
+        b += ["<h2>Server vs client (p50, ms)</h2><p class=\"muted\">vLLM's own histograms next to the client's "
+              "medians; the server's median is only known to lie in its bucket.</p>",
+              _table(AGREEMENT_HEADERS, [[x.replace("**", "") for x in row] for row in agree])]
     return _doc(f"inferctl report {run.run_id}", "\n".join(b))
 
 

@@ -83,6 +83,30 @@ def cell_table(run: Run) -> dict[int, list[list[str]]]:
     return out
 
 
+AGREEMENT_HEADERS = ["cell", "TTFT client", "TTFT server (bucket)", "TPOT client", "TPOT server (bucket)",
+                     "E2E client", "E2E server (bucket)", "agree"]
+
+
+def agreement_table(run: Run) -> list[list[str]]:
+    """Client p50s next to vLLM's own histogram p50s (and the bucket that bounds each), one row per cell."""
+    body = []
+    for c in run.cells:
+        if not c.agreement:
+            continue
+        by = {a.metric: a for a in c.agreement}
+        row = [c.id]
+        for metric in ("ttft", "tpot", "e2e"):
+            a = by.get(metric)
+            if a is None:
+                row += ["—", "—"]
+                continue
+            lo, hi = a.server_bucket_ms
+            row += [num(a.client_p50_ms), f"{num(a.server_p50_ms)} ({num(lo)}–{'+Inf' if hi is None else num(hi)})"]
+        row.append("yes" if all(a.agrees for a in c.agreement) else "**no**")
+        body.append(row)
+    return body
+
+
 def _md_table(headers: list[str], body: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(x) for x in row) + " |" for row in body]
@@ -115,6 +139,10 @@ def run_markdown(run: Run, findings: Findings, charts: list[str]) -> str:
             "whether the load generator limited the cell.", ""]
     for ctx, table in cell_table(run).items():
         out += [f"### Context {ctx} tokens", "", _md_table(CELL_HEADERS, table), ""]
+    if agree := agreement_table(run):
+        out += ["## Server vs client (p50, ms)", "", "vLLM's own histograms (`/metrics`) next to the client's "
+                "medians; the server's median is only known to lie in its bucket. `agree` = every client median "
+                "lies in that bucket (± 2 ms or 5%).", "", _md_table(AGREEMENT_HEADERS, agree), ""]
     if charts:
         out += ["## Charts", ""] + [f"![{c}]({c})" for c in charts] + [""]
     out += ["Definitions: docs/metrics.md (TTFT, TPOT, ITL, E2E, goodput) and docs/reports.md (findings).", ""]

@@ -163,3 +163,32 @@ def test_intended_sharing_is_not_flagged(tmp_path):
     with FakeVLLM(FakeConfig(ttft_ms=1, itl_ms=0.2)) as fake:  # no prefix-cache counters exposed
         s = _sweep(fake.url, tmp_path)
     assert all(c.prefix_cache is None for c in s.cells)
+
+
+# -- 5. server-side truth next to the client's numbers --------------------------------------------------
+
+
+def test_client_medians_agree_with_the_servers_histograms(tmp_path):
+    with FakeVLLM(FakeConfig(ttft_ms=65, itl_ms=2, histograms=True)) as fake:
+        s = _sweep(fake.url, tmp_path, concurrencies=[1], output_tokens=8, requests=6)
+    rows = {a.metric: a for a in s.cells[0].agreement}
+    assert set(rows) == {"ttft", "tpot", "e2e"}
+    ttft = rows["ttft"]
+    assert ttft.server_bucket_ms == [60.0, 80.0] and ttft.agrees, ttft
+    run = load_run(s.path)
+    found = [f for f in compute(run).findings if f.kind == "server_agreement"]
+    assert found and found[0].severity == "info"
+    from inferctl.report.markdown import run_markdown
+
+    md = run_markdown(run, compute(run), [])
+    assert "## Server vs client (p50, ms)" in md and "60–80" in md
+
+
+def test_a_client_slower_than_the_server_says_is_flagged(tmp_path):
+    # The server's own clock says ~15 ms to first token; its clients see ~65 ms.
+    with FakeVLLM(FakeConfig(ttft_ms=65, itl_ms=2, histograms=True, histogram_shift_ms=50)) as fake:
+        s = _sweep(fake.url, tmp_path, concurrencies=[1], output_tokens=8, requests=6)
+    ttft = next(a for a in s.cells[0].agreement if a.metric == "ttft")
+    assert not ttft.agrees and "added time the engine did not spend" in ttft.text
+    found = [f for f in compute(load_run(s.path)).findings if f.kind == "server_agreement"]
+    assert found[0].severity == "warning" and s.cells[0].id in found[0].cells
