@@ -196,7 +196,7 @@ def resolve_target(
 
 
 def _is_profile(name: str) -> bool:
-    from inferctl.cloud.profiles import is_profile
+    from inferctl.profiles.profile import is_profile
 
     return is_profile(name)
 

@@ -12,11 +12,11 @@ from typing import Any
 
 from inferctl.cloud.clients import CloudContext, to_dict
 from inferctl.cloud.errors import ResourceNotFound
-from inferctl.cloud.profiles import MANAGED_LABEL, MANAGED_VALUE, Profile
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
 from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
 from inferctl.cloud.startup import startup_script
 from inferctl.cloud.status import DeploymentStatus, is_managed
+from inferctl.profiles.profile import MANAGED_LABEL, MANAGED_VALUE, Profile
 
 IMAGE_PROJECT = "deeplearning-platform-release"
 IMAGE_FAMILY = "common-cu129-ubuntu-2204-nvidia-580"  # Deep Learning VM: NVIDIA driver + Docker + toolkit
