@@ -85,7 +85,7 @@ async def execute(ctx: CloudContext, req: PlannedRequest) -> Any:
                                 instance_resource=_message(compute_v1.Instance, req.body or {}))
         else:
             raise ValueError(f"unknown compute method {req.method}")
-        await gce._wait_op(ctx, op, what)
+        await gce.wait_op(ctx, op, what)
         return op
     if req.api == "secretmanager":
         from google.cloud import secretmanager_v1

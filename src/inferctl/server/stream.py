@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 import httpx
 
+from inferctl.server.errors import error_for_status
+
 try:  # msgspec decodes a chunk ~5x faster than json; it matters at thousands of chunks per second
     import msgspec
 
@@ -114,11 +116,9 @@ class StreamResult:
 
     def raise_for_status(self, url: str = "") -> None:
         """Raise the EndpointError a user should see for a failed request."""
-        from inferctl.server.errors import error_for_status
-
         if self.status == "ok":
             return
-        raise error_for_status(self, url)
+        raise error_for_status(self.status, url, self.error, self.http_status)
 
 
 def _content_of(chunk: dict[str, Any]) -> tuple[str, str, str | None]:
