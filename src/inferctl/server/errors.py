@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from inferctl.errors import (
     AuthFailed,
     EndpointError,
@@ -60,3 +62,18 @@ def error_for_status(status: str, url: str, error: str, http_status: int | None 
     if status == "connection_error":
         return unreachable(url, error)
     return EndpointError(f"The stream from {url} broke: {error}.", url=url)
+
+
+def error_message(body: str) -> str:
+    """The server's error message from an OpenAI-style error body, else a short excerpt."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return " ".join(body.split())[:300]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and "message" in err:
+            return str(err["message"])[:500]
+        if isinstance(data.get("detail"), str):
+            return data["detail"][:500]
+    return " ".join(body.split())[:300]

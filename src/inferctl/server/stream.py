@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import httpx
 
-from inferctl.server.errors import error_for_status
+from inferctl.server.errors import error_for_status, error_message
 
 try:  # msgspec decodes a chunk ~5x faster than json; it matters at thousands of chunks per second
     import msgspec
@@ -274,7 +274,7 @@ async def stream(
             if resp.status_code != 200:
                 body = (await resp.aread()).decode("utf-8", "replace")
                 result.status, result.http_status = "http_error", resp.status_code
-                result.error = _error_message(body)
+                result.error = error_message(body)
                 return result
             result.http_status = 200
             async for raw in resp.aiter_bytes():
@@ -314,18 +314,3 @@ def _absorb(result: StreamResult, chunk: dict[str, Any], now: float, keep_text: 
         result.prompt_tokens = usage.get("prompt_tokens")
         result.completion_tokens = usage.get("completion_tokens")
     return content
-
-
-def _error_message(body: str) -> str:
-    """The server's error message from an OpenAI-style error body, else a short excerpt."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return " ".join(body.split())[:300]
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict) and "message" in err:
-            return str(err["message"])[:500]
-        if isinstance(data.get("detail"), str):
-            return data["detail"][:500]
-    return " ".join(body.split())[:300]
