@@ -16,8 +16,8 @@ import uvicorn
 from tests.integration.plan_engines import free_port
 
 from inferctl.bench.spec import SweepSpec
-from inferctl.config import resolve_target
 from inferctl.ops.bench import sweep
+from inferctl.ops.targets import resolve_target
 from inferctl.plan.cells import SimEngine, simulate_cell
 from inferctl.profiles.serving import ServingConfig
 from inferctl.sim.server import build_app

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from inferctl.cli.app import app
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.deploy import apply_plan, build_plan
-from inferctl.config import resolve_target
 from inferctl.errors import ConfigError
+from inferctl.ops.targets import resolve_target
 from inferctl.profiles.profile import load_profile
 
 
