@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# ruff, then the import contracts in pyproject.toml ([tool.importlinter]; docs/architecture.md, "Layers").
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit

@@ -31,7 +31,7 @@ CONFIGS = {
 def run_one(name: str, cfg: dict, root: Path) -> dict:
     from inferctl.bench.spec import SweepSpec, preset
     from inferctl.ops.simulate import simulate
-    from inferctl.plan.config import ServingConfig
+    from inferctl.profiles.serving import ServingConfig
 
     spec = SweepSpec(**preset("seed-grid")).validate_grid()
     t0 = time.perf_counter()

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from inferctl.plan.config import ServingConfig
 from inferctl.plan.memory import plan_memory
+from inferctl.profiles.serving import ServingConfig
 from inferctl.server.logs import parse_startup_log
 
 _EST = re.compile(r"estimated maximum model length is (\d+)")

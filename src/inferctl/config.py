@@ -9,6 +9,10 @@ command (first match wins):
     default_target          from the config file
     "local"                 the embedded local engine (its port comes from its state file)
 
+A name the config file does not define is handed to the ``sources`` the caller passes (the local
+engine, then deployment profiles): this module is data and imports nothing of ``local/``, ``cloud/``
+or ``plan/``; ``inferctl.ops.targets`` supplies those sources and is what every face calls.
+
 The config file is TOML at ``~/.config/inferctl/config.toml`` (``INFERCTL_CONFIG`` overrides)::
 
     default_target = "l4"
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -156,14 +161,23 @@ def data_dir() -> Path:
     return Path(user_data_dir("inferctl"))
 
 
+TargetSource = Callable[[str], "Target | None"]
+"""Resolves a target name the config file does not define (``local``, a deployment profile), or says None."""
+
+
 def resolve_target(
     name: str | None = None,
     url: str | None = None,
     *,
     model: str | None = None,
     token_env: str | None = None,
+    sources: Sequence[TargetSource],
 ) -> Target:
-    """Turn the --target / --url flags into a Target (see the module docstring for the order)."""
+    """Turn the --target / --url flags into a Target (see the module docstring for the order).
+
+    ``sources`` are asked in order for a name that is not in the config file; the first answer wins.
+    Faces call ``inferctl.ops.targets.resolve_target``, which passes the local engine and deployment profiles.
+    """
     try:
         if url:
             auth: AuthKind = "bearer" if token_env else "none"
@@ -174,18 +188,13 @@ def resolve_target(
         if chosen in cfg.targets:
             entry = cfg.targets[chosen]
             target = Target(name=chosen, **entry.model_dump())
-        elif chosen == LOCAL:
-            from inferctl.local.state import local_url
-
-            target = Target(name=LOCAL, url=local_url(), local=True)
-        elif _is_profile(chosen):  # a deployment profile: ask Google Cloud where it runs
-            from inferctl.cloud.discovery import profile_target
-
-            target = profile_target(chosen)
         else:
-            known = ", ".join(sorted([LOCAL, *cfg.targets])) or LOCAL
-            raise ConfigError(f"Unknown target '{chosen}'; known targets: {known}, or a deployment profile "
-                              "(`inferctl profiles list`).")
+            found = next((t for t in (source(chosen) for source in sources) if t is not None), None)
+            if found is None:
+                known = ", ".join(sorted([LOCAL, *cfg.targets])) or LOCAL
+                raise ConfigError(f"Unknown target '{chosen}'; known targets: {known}, or a deployment profile "
+                                  "(`inferctl profiles list`).")
+            target = found
     except ValidationError as exc:
         raise ConfigError(f"Invalid target: {exc.errors()[0]['msg']}.") from None
     if model:
@@ -195,17 +204,7 @@ def resolve_target(
     return target
 
 
-def _is_profile(name: str) -> bool:
-    from inferctl.cloud.profiles import is_profile
-
-    return is_profile(name)
-
-
-def list_targets() -> list[Target]:
-    """The local target plus every named target in the config file."""
-    from inferctl.local.state import local_url
-
+def configured_targets() -> list[Target]:
+    """Every named target in the config file (``ops.targets.list_targets`` puts the local engine first)."""
     cfg = load_config()
-    out = [Target(name=LOCAL, url=local_url(), local=True)]
-    out += [Target(name=n, **e.model_dump()) for n, e in sorted(cfg.targets.items())]
-    return out
+    return [Target(name=n, **e.model_dump()) for n, e in sorted(cfg.targets.items())]

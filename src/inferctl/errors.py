@@ -6,6 +6,7 @@ the MCP face turns it into a ``ToolError``. Anything else is a bug.
 
     InferctlError
     ├── ConfigError            bad config file, unknown target, bad flag value
+    │   └── ProjectMissing     no Google Cloud project for a profile (inferctl.profiles.profile)
     ├── EndpointError          talking to a vLLM/OpenAI endpoint failed
     │   ├── Unreachable        connection refused, DNS failure
     │   ├── EndpointTimeout    no answer within the timeout

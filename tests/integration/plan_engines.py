@@ -103,7 +103,7 @@ def start_case(case: EngineCase, workdir: Path, port: int):
 
 def serving_config_for(case: EngineCase, model_dir: Path):
     """The planner's ServingConfig describing the same engine."""
-    from inferctl.plan.config import ServingConfig
+    from inferctl.profiles.serving import ServingConfig
 
     return ServingConfig(
         model=str(model_dir),

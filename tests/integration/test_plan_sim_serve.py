@@ -16,10 +16,10 @@ import uvicorn
 from tests.integration.plan_engines import free_port
 
 from inferctl.bench.spec import SweepSpec
-from inferctl.config import resolve_target
 from inferctl.ops.bench import sweep
+from inferctl.ops.targets import resolve_target
 from inferctl.plan.cells import SimEngine, simulate_cell
-from inferctl.plan.config import ServingConfig
+from inferctl.profiles.serving import ServingConfig
 from inferctl.sim.server import build_app
 
 # Gemma 4 E2B on an L4: a decode step is ~26 ms, so client overhead is small next to it.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from inferctl.config import list_targets, resolve_target
 from inferctl.errors import ConfigError, LocalEngineError
 from inferctl.local.state import DEFAULT_PORT, EngineState, state_file, write_state
+from inferctl.ops.targets import list_targets, resolve_target
 
 
 @pytest.fixture(autouse=True)
@@ -87,3 +87,21 @@ def test_broken_config_file(tmp_path):
     write_config(tmp_path, '[targets.l4]\nurl = "https://x"\nauth = "kerberos"\n')
     with pytest.raises(ConfigError, match="invalid at 'targets.l4.auth'"):
         resolve_target()
+
+
+def test_config_asks_its_sources_only_for_names_the_file_does_not_define(tmp_path):
+    """config.py imports nothing above data: the local engine and profiles come in as sources (ops.targets)."""
+    from inferctl import config
+
+    write_config(tmp_path, '[targets.l4]\nurl = "https://x.run.app"\n')
+    asked = []
+
+    def source(name):
+        asked.append(name)
+        return config.Target(name=name, url="http://10.0.0.9:8000") if name == "dep" else None
+
+    assert config.resolve_target("l4", sources=[source]).url == "https://x.run.app"
+    assert config.resolve_target("dep", sources=[source]).url == "http://10.0.0.9:8000"
+    with pytest.raises(ConfigError, match="Unknown target 'local'; known targets: l4, local"):
+        config.resolve_target(sources=[source])  # without the ops sources even 'local' is unknown here
+    assert asked == ["dep", "local"]

@@ -45,7 +45,8 @@ from urllib.parse import urlsplit
 
 from inferctl.config import Target
 from inferctl.server.auth import auth_headers
-from inferctl.server.stream import SSEParser, StreamResult, _error_message
+from inferctl.server.errors import error_message
+from inferctl.server.stream import SSEParser, StreamResult
 
 _HEAD, _CHUNKED, _LENGTH, _UNTIL_CLOSE, _IDLE = range(5)
 _MAX_ERROR_BODY = 64 * 1024
@@ -315,7 +316,7 @@ class _Conn(asyncio.Protocol):
             self.parser.finish()
         else:
             result.status = "http_error"
-            result.error = _error_message(b"".join(self.err_body).decode("utf-8", "replace"))
+            result.error = error_message(b"".join(self.err_body).decode("utf-8", "replace"))
         self._resolve()
 
     def _fail(self, status: str, error: str) -> None:

@@ -16,7 +16,8 @@ from typing import Protocol
 
 from inferctl.config import Target
 from inferctl.server.auth import auth_headers
-from inferctl.server.stream import SSEParser, StreamResult, _error_message, stream
+from inferctl.server.errors import error_message
+from inferctl.server.stream import SSEParser, StreamResult, stream
 
 
 class Transport(Protocol):
@@ -82,7 +83,7 @@ class AiohttpTransport:
                 if resp.status != 200:
                     text = (await resp.read()).decode("utf-8", "replace")
                     result.status, result.http_status = "http_error", resp.status
-                    result.error = _error_message(text)
+                    result.error = error_message(text)
                     return result
                 result.http_status = 200
                 feed = parser.feed

@@ -11,7 +11,6 @@ so the planner can describe them.
 from __future__ import annotations
 
 import json
-import math
 import tomllib
 from functools import cache
 from importlib import resources
@@ -194,48 +193,3 @@ def coverage(entries: tuple[Entry, ...] | list[Entry]) -> dict[str, Any]:
     return {"entries": len(entries), "sources": len({e.source.id for e in entries if e.source}),
             "per_accelerator": dict(sorted(per.items())),
             "gemma": sum(1 for e in entries if "gemma" in e.model.lower())}  # fmt: skip
-
-
-# -- import: entries as cells ----------------------------------------------------------------------------
-
-
-def entry_cell(e: Entry):
-    """One entry as a measured cell (context = configured input length, else the mean prompt length)."""
-    from inferctl.bench.stats import CellMetrics, Dist
-    from inferctl.bench.store import CellResult
-
-    m, w = e.metrics, e.workload
-    done = m.completed or w.num_prompts or 0
-    ctx = w.input_len or (round(m.total_input_tokens / done) if m.total_input_tokens and done else 0)
-    out = w.output_len or (round(m.total_output_tokens / done) if m.total_output_tokens and done else 0)
-    rate = w.request_rate if w.request_rate is not None and not math.isinf(w.request_rate) else None
-    conc = w.max_concurrency if w.max_concurrency else (w.num_prompts or done) if rate is None else None
-
-    def dist(mean, median, p99):
-        return Dist(count=done, mean=mean, p50=median, p99=p99) if mean is not None or median is not None else Dist()
-
-    metrics = CellMetrics(
-        requests=done + (m.failed or 0), ok=done, errors=m.failed or 0, window_s=m.duration_s or 0.0,
-        request_throughput=m.request_throughput or 0.0, output_throughput=m.output_throughput or 0.0,
-        total_token_throughput=m.total_token_throughput or 0.0,
-        prompt_tokens_total=m.total_input_tokens or 0, completion_tokens_total=m.total_output_tokens or 0,
-        prompt_tokens_mean=round(m.total_input_tokens / done, 2) if m.total_input_tokens and done else None,
-        completion_tokens_mean=round(m.total_output_tokens / done, 2) if m.total_output_tokens and done else None,
-        ttft=dist(m.ttft_mean_ms, m.ttft_median_ms, m.ttft_p99_ms),
-        tpot=dist(m.tpot_mean_ms, m.tpot_median_ms, m.tpot_p99_ms),
-        itl=dist(m.itl_mean_ms, m.itl_median_ms, m.itl_p99_ms))  # fmt: skip
-    cid = f"ctx{ctx}-r{rate:g}" if rate is not None else f"ctx{ctx}-c{conc}"
-    return CellResult(id=cid, context=ctx, concurrency=conc, rate=rate, output_tokens=out, status="complete",
-                      metrics=metrics)  # fmt: skip
-
-
-def parse_corpus_text(name: str, text: str):
-    """A corpus file as an importer result: one cell per entry, the entries kept in ``facts``."""
-    from inferctl.report.importers import Parsed
-
-    cf = parse_file(name, text)
-    p = Parsed(format="inferctl-corpus", cells=[entry_cell(e) for e in cf.entries])
-    p.facts = {"source": cf.source.model_dump(), "entries": cf.entries}
-    models = {e.model for e in cf.entries}
-    p.model = models.pop() if len(models) == 1 else None
-    return p

@@ -195,7 +195,7 @@ def _gib(memory: str) -> float:
 
 
 def _profile_price(name: str, tier: str, catalog: dict[str, PriceEntry]) -> HardwarePrice:
-    from inferctl.cloud.profiles import load_profile
+    from inferctl.profiles.profile import load_profile
 
     p = load_profile(name)
     if p.spot and tier == "on-demand":
@@ -232,7 +232,7 @@ _ALIASES = {"l4": "cloudrun-l4", "nvidia-l4": "cloudrun-l4", "rtx-pro-6000": "cl
 
 def hardware_names() -> list[str]:
     """Everything ``hardware_price`` accepts: price keys, profile names and accelerator aliases."""
-    from inferctl.cloud.profiles import profile_names
+    from inferctl.profiles.profile import profile_names
 
     try:
         profiles = profile_names()
@@ -252,7 +252,7 @@ def hardware_price(name: str, tier: str = "on-demand") -> HardwarePrice:
     catalog = prices()
     if name in catalog:
         return _from_entry(catalog[name], tier, catalog)
-    from inferctl.cloud.profiles import is_profile
+    from inferctl.profiles.profile import is_profile
 
     if is_profile(name):
         return _profile_price(name, tier, catalog)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from inferctl.cli.common import JsonOpt, ModelOpt, TargetOpt, TokenEnvOpt, UrlOpt, console, emit, fail, run
-from inferctl.config import resolve_target
+from inferctl.ops.targets import resolve_target
 
 app = typer.Typer(help="Benchmark a server: a sweep over concurrency × context, or one cell.",
                   no_args_is_help=True)

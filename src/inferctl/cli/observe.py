@@ -20,7 +20,8 @@ from inferctl.cli.common import (
     fail,
     run,
 )
-from inferctl.config import Target, resolve_target
+from inferctl.config import Target
+from inferctl.ops.targets import resolve_target
 
 
 def _target(target: str | None, url: str | None, model: str | None = None, token_env: str | None = None) -> Target:

@@ -12,10 +12,10 @@ from typing import Any
 
 from inferctl.cloud.clients import CloudContext, to_dict
 from inferctl.cloud.errors import ResourceNotFound
-from inferctl.cloud.profiles import Profile
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
-from inferctl.cloud.serve import serve_args
 from inferctl.cloud.status import Condition, DeploymentStatus, is_managed
+from inferctl.profiles.profile import Profile
+from inferctl.profiles.serve import serve_args
 
 VOLUME = "weights"
 

@@ -19,11 +19,11 @@ from typing import Any
 from inferctl.cloud import cloudrun, gce, tpu
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.errors import AlreadyExists, CloudTimeout, DeployFailed, ZoneExhausted
-from inferctl.cloud.profiles import Profile
 from inferctl.cloud.requests import GENERATED, DeployPlan, PlannedRequest
-from inferctl.cloud.serve import validate
 from inferctl.cloud.status import DeploymentStatus
 from inferctl.errors import ConfigError
+from inferctl.profiles.profile import Profile
+from inferctl.profiles.serve import ValidationReport, validate
 
 Progress = Callable[[str], None]
 _PLATFORMS = {"cloudrun": cloudrun, "gce": gce, "tpu": tpu}
@@ -33,10 +33,14 @@ def platform_module(profile: Profile) -> Any:
     return _PLATFORMS[profile.platform]
 
 
-def build_plan(profile: Profile) -> DeployPlan:
-    """Validate the profile and build every request; raises ConfigError listing what is wrong."""
+def build_plan(profile: Profile, report: ValidationReport | None = None) -> DeployPlan:
+    """Validate the profile and build every request; raises ConfigError listing what is wrong.
+
+    ``report`` is the pre-flight check already run by the caller (``ops`` adds the planner's fit check to
+    ``validate``'s, so this adapter never imports the planner); without one, ``validate`` runs here.
+    """
     profile = profile if profile.project else profile.with_project()
-    report = validate(profile)
+    report = report if report is not None else validate(profile)
     if report.errors:
         raise ConfigError(f"Profile '{profile.name}' cannot be deployed: " + " ".join(report.errors))
     mod = platform_module(profile)
@@ -81,7 +85,7 @@ async def execute(ctx: CloudContext, req: PlannedRequest) -> Any:
                                 instance_resource=_message(compute_v1.Instance, req.body or {}))
         else:
             raise ValueError(f"unknown compute method {req.method}")
-        await gce._wait_op(ctx, op, what)
+        await gce.wait_op(ctx, op, what)
         return op
     if req.api == "secretmanager":
         from google.cloud import secretmanager_v1

@@ -17,8 +17,8 @@ import re
 
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.errors import CloudError
-from inferctl.cloud.profiles import load_profile
 from inferctl.errors import ConfigError
+from inferctl.profiles.profile import load_profile
 
 
 def _run(runner, fn):

@@ -1,7 +1,6 @@
 """Google Cloud failures users will hit, each as one sentence that says what to do.
 
     CloudError (InferctlError)
-    ├── ProjectMissing       no project in GOOGLE_CLOUD_PROJECT, the profile or the config file
     ├── ApiNotEnabled        SERVICE_DISABLED: the API is off in this project
     ├── PermissionDenied     403: the caller lacks an IAM role
     ├── QuotaExceeded        RESOURCE_EXHAUSTED / quota messages
@@ -25,10 +24,6 @@ from inferctl.errors import InferctlError
 
 class CloudError(InferctlError):
     """A Google Cloud call failed in a way the user can act on."""
-
-
-class ProjectMissing(CloudError):
-    exit_code = 2
 
 
 class ApiNotEnabled(CloudError):

@@ -12,11 +12,11 @@ from typing import Any
 
 from inferctl.cloud.clients import CloudContext, to_dict
 from inferctl.cloud.errors import ResourceNotFound
-from inferctl.cloud.profiles import MANAGED_LABEL, MANAGED_VALUE, Profile
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
 from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
 from inferctl.cloud.startup import startup_script
 from inferctl.cloud.status import DeploymentStatus, is_managed
+from inferctl.profiles.profile import MANAGED_LABEL, MANAGED_VALUE, Profile
 
 IMAGE_PROJECT = "deeplearning-platform-release"
 IMAGE_FAMILY = "common-cu129-ubuntu-2204-nvidia-580"  # Deep Learning VM: NVIDIA driver + Docker + toolkit
@@ -153,7 +153,7 @@ async def delete(ctx: CloudContext, profile: Profile) -> None:
     client = ctx.instances()
     op = await ctx.call(client.delete, f"delete VM {profile.resource_id}", project=profile.project,
                         zone=profile.location, instance=profile.resource_id)
-    await _wait_op(ctx, op, f"delete VM {profile.resource_id}")
+    await wait_op(ctx, op, f"delete VM {profile.resource_id}")
     if profile.allowed_source_ranges:
         fw = ctx.firewalls()
         with contextlib.suppress(ResourceNotFound):
@@ -167,15 +167,15 @@ async def set_machine_type(ctx: CloudContext, profile: Profile, machine_type: st
 
     client = ctx.instances()
     kw = {"project": profile.project, "zone": profile.location, "instance": profile.resource_id}
-    await _wait_op(ctx, await ctx.call(client.stop, "stop the VM", **kw), "stop the VM")
+    await wait_op(ctx, await ctx.call(client.stop, "stop the VM", **kw), "stop the VM")
     body = compute_v1.InstancesSetMachineTypeRequest(machine_type=f"zones/{profile.location}/machineTypes/"
                                                                   f"{machine_type}")
-    await _wait_op(ctx, await ctx.call(client.set_machine_type, "set the machine type", **kw,
+    await wait_op(ctx, await ctx.call(client.set_machine_type, "set the machine type", **kw,
                                        instances_set_machine_type_request_resource=body), "set the machine type")
-    await _wait_op(ctx, await ctx.call(client.start, "start the VM", **kw), "start the VM")
+    await wait_op(ctx, await ctx.call(client.start, "start the VM", **kw), "start the VM")
 
 
-async def _wait_op(ctx: CloudContext, op: Any, what: str, *, timeout: float = 900.0) -> None:
+async def wait_op(ctx: CloudContext, op: Any, what: str, *, timeout: float = 900.0) -> None:
     """Wait for a Compute operation with our own operations client.
 
     ``ExtendedOperation.result()`` polls through a client the library builds itself, which ignores

@@ -14,10 +14,10 @@ from pydantic import BaseModel, Field
 
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.errors import AlreadyExists, ResourceNotFound
-from inferctl.cloud.profiles import MANAGED_LABEL, MANAGED_VALUE, Profile
 from inferctl.cloud.requests import GENERATED, PlannedRequest, gcloud_command
 from inferctl.cloud.startup import api_key_secret
 from inferctl.errors import ConfigError
+from inferctl.profiles.profile import MANAGED_LABEL, MANAGED_VALUE, Profile
 
 HF_TOKEN_SECRET = "hf-token"
 

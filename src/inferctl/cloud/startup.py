@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import shlex
 
-from inferctl.cloud.profiles import Profile
-from inferctl.cloud.serve import serve_args
+from inferctl.profiles.profile import Profile
+from inferctl.profiles.serve import serve_args
 
 CONTAINER = "vllm"
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from inferctl.cloud.profiles import MANAGED_LABEL, MANAGED_VALUE
+from inferctl.profiles.profile import MANAGED_LABEL, MANAGED_VALUE
 
 Phase = Literal["absent", "pending", "ready", "failed", "stopped", "deleting"]
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from inferctl.cloud.clients import CloudContext, to_dict
 from inferctl.cloud.errors import ResourceNotFound
-from inferctl.cloud.profiles import Profile
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
 from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
 from inferctl.cloud.startup import startup_script
 from inferctl.cloud.status import DeploymentStatus, is_managed
+from inferctl.profiles.profile import Profile
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 PENDING = ("STATE_UNSPECIFIED", "CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING")

@@ -81,7 +81,7 @@ async def resolve(name: str | None, model: str | None = None):
     A URL target gets no credentials, so nothing secret is ever sent to an address the model chose.
     Resolving a deployment profile asks Google Cloud where it runs (blocking), hence the thread.
     """
-    from inferctl.config import resolve_target
+    from inferctl.ops.targets import resolve_target
 
     name = (name or "").strip() or None
     if name and name.startswith(("http://", "https://")):

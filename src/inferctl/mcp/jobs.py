@@ -169,9 +169,9 @@ def run_job(path: Path) -> int:
     import signal
 
     from inferctl.bench.spec import SweepSpec
-    from inferctl.config import resolve_target
     from inferctl.errors import InferctlError
     from inferctl.ops import bench
+    from inferctl.ops.targets import resolve_target
 
     job = _read(path)
     if job is None:

@@ -66,9 +66,9 @@ async def list_targets(ctx: Context) -> Annotated[CallToolResult, TargetList]:
     """
 
     def collect() -> TargetList:
-        from inferctl.config import list_targets as configured
         from inferctl.ops import local
         from inferctl.ops.profiles import list_profile_summaries
+        from inferctl.ops.targets import list_targets as configured
 
         rows = [TargetInfo(name=t.name, kind="local" if t.local else "configured", url=t.url,
                            detail=None if t.local else f"auth: {t.auth}") for t in configured()]

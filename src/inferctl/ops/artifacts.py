@@ -8,7 +8,7 @@ from inferctl.errors import ConfigError
 
 def _default_bucket() -> str | None:
     """A bucket named by some profile's model source (the first, alphabetically)."""
-    from inferctl.cloud.profiles import list_profiles
+    from inferctl.profiles.profile import list_profiles
 
     for profile, shipped in list_profiles():
         if profile.model.bucket and not shipped:
@@ -21,7 +21,7 @@ async def list_artifacts(bucket: str | None = None, *, prefix: str | None = None
     """Objects in ``bucket`` (default: the bucket of a user profile) and the model folders they form."""
     from inferctl.cloud import storage
     from inferctl.cloud.clients import CloudContext
-    from inferctl.cloud.profiles import resolve_project
+    from inferctl.profiles.profile import resolve_project
 
     bucket = (bucket or _default_bucket() or "").removeprefix("gs://").strip("/")
     if not bucket:

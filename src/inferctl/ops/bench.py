@@ -17,8 +17,9 @@ from inferctl.bench import workload as wl
 from inferctl.bench.spec import SweepSpec
 from inferctl.bench.store import CellResult, RunDir, RunMeta, list_runs, new_run_id, runs_dir, seed_csv
 from inferctl.bench.sweep import NullReporter, Reporter, Sweep, engine_facts, run_failure
-from inferctl.config import Target, resolve_target
+from inferctl.config import Target
 from inferctl.errors import ConfigError
+from inferctl.ops.targets import resolve_target
 from inferctl.server.client import VLLMClient
 
 

@@ -18,8 +18,9 @@ from inferctl.bench.store import RunDir, runs_dir
 from inferctl.errors import ConfigError
 from inferctl.plan.calibrate import METRICS, CellError, FitGroup, MetricError, fit_groups, score, summarize
 from inferctl.plan.cells import SimEngine
-from inferctl.plan.config import ServingConfig, parse_speculative, resolve
+from inferctl.plan.config import parse_speculative, resolve
 from inferctl.plan.perf import PerfParams
+from inferctl.profiles.serving import ServingConfig
 
 
 class CalibrationReport(BaseModel):
@@ -44,8 +45,8 @@ class CalibrationReport(BaseModel):
 def _config(meta, *, model, accelerator, count, tp, quant, max_model_len, max_num_seqs, max_num_batched_tokens,
             block_size, kv_cache_gib, speculative, profile) -> ServingConfig:  # fmt: skip
     if profile:
-        from inferctl.cloud.profiles import load_profile
-        from inferctl.cloud.serve import serving_config
+        from inferctl.profiles.profile import load_profile
+        from inferctl.profiles.serving import serving_config
 
         return serving_config(load_profile(profile))
     model = model or meta.model_root or meta.model

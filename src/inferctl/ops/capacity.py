@@ -10,7 +10,7 @@ async def find_capacity(accelerator: str, *, regions: list[str] | None = None, p
     """Offered regions/zones and quota for ``accelerator``; creates nothing."""
     from inferctl.cloud import capacity
     from inferctl.cloud.clients import CloudContext
-    from inferctl.cloud.profiles import resolve_project
+    from inferctl.profiles.profile import resolve_project
 
     ctx = CloudContext(resolve_project(project))
     return await capacity.find_capacity(ctx, accelerator, regions=regions, platforms=platforms)

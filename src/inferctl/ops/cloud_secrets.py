@@ -24,7 +24,7 @@ def read_token(*, from_env: str | None, stdin_text: str | None) -> bytes:
 async def set_hf_token(token: bytes, *, secret: str = HF_TOKEN_SECRET, project: str | None = None) -> SecretResult:
     """Store ``token`` as the newest version of ``secret`` (created when missing, labelled managed-by=inferctl)."""
     from inferctl.cloud.clients import CloudContext
-    from inferctl.cloud.profiles import resolve_project
     from inferctl.cloud.secrets import set_secret
+    from inferctl.profiles.profile import resolve_project
 
     return await set_secret(CloudContext(resolve_project(project)), secret, token)

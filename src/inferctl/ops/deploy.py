@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from inferctl.cloud.profiles import Profile, load_profile
 from inferctl.cloud.requests import DeployPlan
 from inferctl.cloud.status import DeploymentStatus
+from inferctl.profiles.profile import Profile, load_profile
 
 
 def plan_deployment(profile_name: str, *, project: str | None = None) -> DeployPlan:
     """The dry run: every API request and the equivalent gcloud commands. Needs no credentials."""
     from inferctl.cloud.deploy import build_plan
+    from inferctl.ops.profiles import check_profile
 
-    return build_plan(_profile(profile_name, project))
+    profile = _profile(profile_name, project)
+    return build_plan(profile, check_profile(profile))
 
 
 async def apply_deployment(plan: DeployPlan, *, project: str | None = None,

@@ -108,9 +108,9 @@ async def _ask(ask_target: str | None,
     """
     import anyio
 
-    from inferctl.config import resolve_target
     from inferctl.errors import RequestRejected
     from inferctl.ops.query import ask
+    from inferctl.ops.targets import resolve_target
     from inferctl.server.client import VLLMClient
 
     try:

@@ -13,9 +13,9 @@ from pydantic import BaseModel, Field
 
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.errors import NotManaged, ResourceNotFound
-from inferctl.cloud.profiles import Profile, load_profile
 from inferctl.cloud.status import DeploymentStatus
 from inferctl.errors import ConfigError
+from inferctl.profiles.profile import Profile, load_profile
 
 
 class ChangeResult(BaseModel):

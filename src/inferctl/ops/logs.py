@@ -39,7 +39,7 @@ async def fetch_logs(target: str | None = None, *, since: str = "1h", severity: 
                      limit: int = 200, log_path: Path | None = None, project: str | None = None) -> LogsResult:
     """The last ``limit`` lines of the target's logs (see the module docstring for which logs)."""
     from inferctl.cloud.logging import normalise_severity, parse_since, read_local_logs
-    from inferctl.cloud.profiles import is_profile, load_profile
+    from inferctl.profiles.profile import is_profile, load_profile
 
     sev = normalise_severity(severity)
     since_s = parse_since(since)

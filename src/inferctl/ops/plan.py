@@ -12,9 +12,10 @@ from pydantic import BaseModel, Field
 
 from inferctl.bench.spec import CellSpec, SweepSpec
 from inferctl.plan.cells import SimEngine, simulate_cell
-from inferctl.plan.config import ServingConfig, resolve
+from inferctl.plan.config import resolve
 from inferctl.plan.memory import MemoryPlan, plan_resolved
 from inferctl.plan.perf import PerfParams
+from inferctl.profiles.serving import ServingConfig
 
 
 class Suggestion(BaseModel):
@@ -109,7 +110,7 @@ def catalog_price(accelerator: str, count: int = 1, profile: str | None = None,
     from inferctl.errors import ConfigError
 
     if profile:
-        from inferctl.cloud.profiles import load_profile
+        from inferctl.profiles.profile import load_profile
 
         try:
             hp = hardware_price(profile, tier)

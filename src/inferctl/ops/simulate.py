@@ -16,8 +16,8 @@ from inferctl.bench.spec import SweepSpec
 from inferctl.bench.store import RunDir, RunMeta, new_run_id, runs_dir
 from inferctl.ops.bench import SweepSummary
 from inferctl.plan.cells import SimEngine, simulate_cell
-from inferctl.plan.config import ServingConfig
 from inferctl.plan.perf import PerfParams
+from inferctl.profiles.serving import ServingConfig
 
 
 def simulate(

@@ -17,10 +17,11 @@ from inferctl.bench.records import RequestRecord
 from inferctl.bench.spec import CellSpec, SweepSpec
 from inferctl.bench.stats import ClientHealth, Dist, aggregate
 from inferctl.bench.store import CellResult
-from inferctl.plan.config import Resolved, ServingConfig, resolve
+from inferctl.plan.config import Resolved, resolve
 from inferctl.plan.memory import MemoryPlan, plan_resolved
 from inferctl.plan.perf import PerfParams, StepModel
 from inferctl.plan.scheduler import Scheduler, SimRequest, SimStats
+from inferctl.profiles.serving import ServingConfig
 
 
 class SimEngine:

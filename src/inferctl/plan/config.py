@@ -1,6 +1,7 @@
-"""The planner's input: one serving configuration (model, format, hardware, vLLM settings).
+"""The planner's input resolved: one :class:`~inferctl.profiles.serving.ServingConfig` with vLLM's defaults filled.
 
-A deployment profile (issue 5) converts into a :class:`ServingConfig`; so do the CLI's flags. Defaults
+The model itself lives with the deployment profiles (``inferctl.profiles.serving``), which convert into it;
+so do the CLI's flags (:func:`build_config`). Defaults
 follow vLLM 0.33 where it has one (reference/vllm.md §4), resolved against the accelerator by
 :func:`resolve`: ``max_num_seqs`` 256 (1024 on devices with >= 70 GiB, not A100), ``max_num_batched_tokens``
 2048 (8192 on >= 70 GiB, 16384 on >= 160 GiB; TPU v6e 1024, v5e 512), block size 16 (CPU 128),
@@ -11,25 +12,14 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from inferctl.catalog import Accelerator, ModelSpec, get_accelerator, load_model
 from inferctl.errors import ConfigError
+from inferctl.profiles.serving import ServingConfig, SpecDecode
 
 KV_DTYPE_BYTES = {"auto": 2.0, "bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "float16": 2.0,
                   "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}  # fmt: skip
-
-
-class SpecDecode(BaseModel):
-    """Speculative decoding: the method, draft length and per-position acceptance."""
-
-    method: str = Field(description="'mtp' (the model's assistant), 'ngram', or 'draft_model'.")
-    num_speculative_tokens: int = Field(description="Draft tokens proposed per step.")
-    acceptance: list[float] = Field(
-        default_factory=list,
-        description="Probability the draft token at each position is accepted given all before it were "
-        "(empty: the method's default).",
-    )
 
 
 def parse_speculative(text: str | None) -> SpecDecode | None:
@@ -51,32 +41,6 @@ def parse_speculative(text: str | None) -> SpecDecode | None:
     return SpecDecode(method=m.group(1), num_speculative_tokens=n, acceptance=acc)
 
 
-class ServingConfig(BaseModel):
-    """One way to serve a model. Unset fields take vLLM's default for the accelerator (see ``resolve``)."""
-
-    model: str = Field(description="Catalog model name, HF id, or a directory with a config.json.")
-    accelerator: str = Field(default="l4", description="Catalog accelerator name.")
-    count: int = Field(default=1, ge=1, description="Devices in the deployment.")
-    tp: int | None = Field(default=None, ge=1, description="Tensor-parallel size (default: count).")
-    quant: str = Field(default="bf16", description="Weight format: bf16, fp8 or w4a16.")
-    kv_dtype: str = Field(default="auto", description="KV-cache dtype: auto (= bf16) or fp8.")
-    max_model_len: int | None = Field(default=None, ge=16, description="Context length (default: the model's).")
-    gpu_mem_util: float = Field(default=0.92, gt=0, le=1, description="--gpu-memory-utilization.")
-    max_num_seqs: int | None = Field(default=None, ge=1, description="--max-num-seqs.")
-    max_num_batched_tokens: int | None = Field(default=None, ge=16, description="--max-num-batched-tokens.")
-    block_size: int | None = Field(default=None, ge=1, description="--block-size (tokens per KV block).")
-    kv_cache_memory_gib: float | None = Field(
-        default=None, gt=0, description="KV memory per device, GiB (--kv-cache-memory-bytes; the CPU KV space)."
-    )
-    speculative: SpecDecode | None = Field(default=None, description="Speculative decoding, if any.")
-    async_scheduling: bool | None = Field(default=None, description="Async scheduling (default: on, CPU off).")
-    hybrid_kv_cache: bool = Field(default=True, description="False = --disable-hybrid-kv-cache-manager.")
-    language_model_only: bool = Field(default=False, description="Skip vision/audio encoders' weights.")
-    price_per_device_hour: float | None = Field(
-        default=None, ge=0, description="USD per device-hour, for cost per million tokens."
-    )
-
-
 def build_config(
     *,
     model: str | None = None,
@@ -91,8 +55,8 @@ def build_config(
     price can be given alongside it.
     """
     if profile:
-        from inferctl.cloud.profiles import load_profile
-        from inferctl.cloud.serve import serving_config
+        from inferctl.profiles.profile import load_profile
+        from inferctl.profiles.serving import serving_config
 
         cfg = serving_config(load_profile(profile))
         return cfg.model_copy(update={"price_per_device_hour": price_per_device_hour})

@@ -13,8 +13,9 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from inferctl.catalog.accelerators import GIB
-from inferctl.plan.config import Resolved, ServingConfig, resolve
+from inferctl.plan.config import Resolved, resolve
 from inferctl.plan.kvcache import KVLayout, group_summary, kv_layout
+from inferctl.profiles.serving import ServingConfig
 
 
 class Reserve(BaseModel):

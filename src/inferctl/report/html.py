@@ -16,11 +16,11 @@ from inferctl.report.findings import Findings, num
 from inferctl.report.markdown import (
     AGREEMENT_HEADERS,
     CELL_HEADERS,
-    _ld,
     agreement_table,
     cell_table,
     comparison_table,
     header_facts,
+    load_level,
     slo_sentence,
 )
 from inferctl.report.png import PALETTE
@@ -132,10 +132,12 @@ def run_html(run: Run, findings: Findings, figs: list[Figure]) -> str:
     b.append("</ul><h2>Summary per context</h2>")
     b.append(_table(["context", "peak req/s", "peak at", "saturates at", "highest load in SLO", "recommended",
                      "failures from"],
-                    [[str(r.context), num(r.peak_request_throughput), _ld(r.load_kind, r.peak_load),
-                      _ld(r.load_kind, r.saturation_load, "not within grid"), _ld(r.load_kind, r.slo_max_load, "none"),
-                      f"{_ld(r.load_kind, r.recommended_min_load)}–{_ld(r.load_kind, r.recommended_max_load)}"
-                      if r.recommended_max_load is not None else "—", _ld(r.load_kind, r.failure_load, "none")]
+                    [[str(r.context), num(r.peak_request_throughput), load_level(r.load_kind, r.peak_load),
+                      load_level(r.load_kind, r.saturation_load, "not within grid"),
+                      load_level(r.load_kind, r.slo_max_load, "none"),
+                      f"{load_level(r.load_kind, r.recommended_min_load)}–"
+                      f"{load_level(r.load_kind, r.recommended_max_load)}"
+                      if r.recommended_max_load is not None else "—", load_level(r.load_kind, r.failure_load, "none")]
                      for r in findings.rows]))
     b.append("<h2>Charts</h2><p class=\"muted\">Hover for values; click legend entries to hide lines; drag to "
              "zoom, double-click to reset.</p>")

@@ -14,11 +14,14 @@ import io
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferctl.bench.stats import CellMetrics, Dist
 from inferctl.bench.store import CellResult
 from inferctl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from inferctl.catalog.corpus import Entry
 
 
 @dataclass
@@ -391,11 +394,51 @@ def parse(name: str, text: str, *, output_tokens: int | None = None) -> Parsed:
     if _BLOCK_START in stripped:
         return parse_vllm_text(stripped)
     if stripped.startswith("[source]") or "\n[source]" in stripped:
-        from inferctl.catalog.corpus import parse_corpus_text
-
         return parse_corpus_text(name, stripped)
     first = stripped.splitlines()[0]
     if "," in first:
         return parse_seed_csv(stripped, output_tokens)
     raise ConfigError(f"Cannot tell the format of {name}; supported: vllm bench serve JSON or pasted text, "
                       "GuideLLM JSON, the seed's benchmark_sweep_results.csv, an inferctl measurement corpus file.")
+
+
+# -- the measurement corpus (catalog/corpus.py) as cells: here, because catalog/ is data --------------
+
+
+def entry_cell(e: Entry) -> CellResult:
+    """One corpus entry as a measured cell (context = configured input length, else the mean prompt length)."""
+    m, w = e.metrics, e.workload
+    done = m.completed or w.num_prompts or 0
+    ctx = w.input_len or (round(m.total_input_tokens / done) if m.total_input_tokens and done else 0)
+    out = w.output_len or (round(m.total_output_tokens / done) if m.total_output_tokens and done else 0)
+    rate = w.request_rate if w.request_rate is not None and not math.isinf(w.request_rate) else None
+    conc = w.max_concurrency if w.max_concurrency else (w.num_prompts or done) if rate is None else None
+
+    def dist(mean, median, p99):
+        return Dist(count=done, mean=mean, p50=median, p99=p99) if mean is not None or median is not None else Dist()
+
+    metrics = CellMetrics(
+        requests=done + (m.failed or 0), ok=done, errors=m.failed or 0, window_s=m.duration_s or 0.0,
+        request_throughput=m.request_throughput or 0.0, output_throughput=m.output_throughput or 0.0,
+        total_token_throughput=m.total_token_throughput or 0.0,
+        prompt_tokens_total=m.total_input_tokens or 0, completion_tokens_total=m.total_output_tokens or 0,
+        prompt_tokens_mean=round(m.total_input_tokens / done, 2) if m.total_input_tokens and done else None,
+        completion_tokens_mean=round(m.total_output_tokens / done, 2) if m.total_output_tokens and done else None,
+        ttft=dist(m.ttft_mean_ms, m.ttft_median_ms, m.ttft_p99_ms),
+        tpot=dist(m.tpot_mean_ms, m.tpot_median_ms, m.tpot_p99_ms),
+        itl=dist(m.itl_mean_ms, m.itl_median_ms, m.itl_p99_ms))  # fmt: skip
+    cid = f"ctx{ctx}-r{rate:g}" if rate is not None else f"ctx{ctx}-c{conc}"
+    return CellResult(id=cid, context=ctx, concurrency=conc, rate=rate, output_tokens=out, status="complete",
+                      metrics=metrics)  # fmt: skip
+
+
+def parse_corpus_text(name: str, text: str) -> Parsed:
+    """A corpus file as an importer result: one cell per entry, the entries kept in ``facts``."""
+    from inferctl.catalog.corpus import parse_file
+
+    cf = parse_file(name, text)
+    p = Parsed(format="inferctl-corpus", cells=[entry_cell(e) for e in cf.entries])
+    p.facts = {"source": cf.source.model_dump(), "entries": cf.entries}
+    models = {e.model for e in cf.entries}
+    p.model = models.pop() if len(models) == 1 else None
+    return p

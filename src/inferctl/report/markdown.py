@@ -129,12 +129,12 @@ def run_markdown(run: Run, findings: Findings, charts: list[str]) -> str:
     out.append(_md_table(
         ["context", "peak req/s (at)", "peak out tok/s", "saturates at", "highest load in SLO", "recommended",
          "failures from"],
-        [[r.context, f"{num(r.peak_request_throughput)} ({_ld(r.load_kind, r.peak_load)})",
-          num(r.peak_output_throughput), _ld(r.load_kind, r.saturation_load, "not within grid"),
-          _ld(r.load_kind, r.slo_max_load, "none"),
-          f"{_ld(r.load_kind, r.recommended_min_load)}–{_ld(r.load_kind, r.recommended_max_load)}"
+        [[r.context, f"{num(r.peak_request_throughput)} ({load_level(r.load_kind, r.peak_load)})",
+          num(r.peak_output_throughput), load_level(r.load_kind, r.saturation_load, "not within grid"),
+          load_level(r.load_kind, r.slo_max_load, "none"),
+          f"{load_level(r.load_kind, r.recommended_min_load)}–{load_level(r.load_kind, r.recommended_max_load)}"
           if r.recommended_max_load is not None else "—",
-          _ld(r.load_kind, r.failure_load, "none")] for r in findings.rows]))
+          load_level(r.load_kind, r.failure_load, "none")] for r in findings.rows]))
     out += ["", "## Cells", "", "Latencies in ms. `achieved` = achieved concurrency (Little's law); `client` = "
             "whether the load generator limited the cell.", ""]
     for ctx, table in cell_table(run).items():
@@ -149,7 +149,8 @@ def run_markdown(run: Run, findings: Findings, charts: list[str]) -> str:
     return "\n".join(out)
 
 
-def _ld(kind: str, v: float | None, none: str = "—") -> str:
+def load_level(kind: str, v: float | None, none: str = "—") -> str:
+    """A load level as the tables show it: ``r=2/s`` (open loop) or ``c=8`` (closed loop); ``none`` when unset."""
     if v is None:
         return none
     return f"r={v:g}/s" if kind == "rate" else f"c={v:g}"
@@ -162,7 +163,7 @@ def comparison_table(cmp: Comparison, key: str) -> tuple[list[str], list[list[st
     for c in cmp.cells:
         vals = c.values[key]
         deltas = c.deltas[key][1:]
-        body.append([str(c.context), _ld(c.load_kind, c.load)] + [num(v) for v in vals]
+        body.append([str(c.context), load_level(c.load_kind, c.load)] + [num(v) for v in vals]
                     + ["—" if d is None else f"{'+' if d >= 0 else '−'}{abs(d) * 100:.1f}%" for d in deltas]
                     + [c.winners.get(key) or "tie"])
     return headers, body

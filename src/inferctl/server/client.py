@@ -95,9 +95,7 @@ class VLLMClient:
 
     def _check(self, resp: httpx.Response, path: str) -> None:
         if resp.status_code >= 400:
-            from inferctl.server.stream import _error_message
-
-            raise errors.http_error(self.url + path, resp.status_code, _error_message(resp.text))
+            raise errors.http_error(self.url + path, resp.status_code, errors.error_message(resp.text))
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         resp = await self._request(method, path, **kwargs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
 
 from inferctl.errors import (
     AuthFailed,
@@ -13,9 +13,6 @@ from inferctl.errors import (
     RequestRejected,
     Unreachable,
 )
-
-if TYPE_CHECKING:
-    from inferctl.server.stream import StreamResult
 
 
 def unreachable(url: str, detail: str, *, local: bool = False) -> Unreachable:
@@ -52,11 +49,31 @@ def http_error(url: str, status: int, message: str) -> EndpointError:
     return RequestRejected(f"{url} rejected the request with HTTP {status}{detail}.", url=url, status=status)
 
 
-def error_for_status(result: StreamResult, url: str) -> EndpointError:
-    if result.status == "http_error":
-        return http_error(url, result.http_status or 0, result.error)
-    if result.status == "timeout":
-        return EndpointTimeout(f"{url} stopped answering mid-request ({result.error}).", url=url)
-    if result.status == "connection_error":
-        return unreachable(url, result.error)
-    return EndpointError(f"The stream from {url} broke: {result.error}.", url=url)
+def error_for_status(status: str, url: str, error: str, http_status: int | None = None) -> EndpointError:
+    """The exception for a failed streamed request, from its outcome (``StreamResult.status`` and ``.error``).
+
+    Takes the fields rather than the ``StreamResult`` so this module needs nothing from ``stream.py``
+    (which imports it): no import cycle.
+    """
+    if status == "http_error":
+        return http_error(url, http_status or 0, error)
+    if status == "timeout":
+        return EndpointTimeout(f"{url} stopped answering mid-request ({error}).", url=url)
+    if status == "connection_error":
+        return unreachable(url, error)
+    return EndpointError(f"The stream from {url} broke: {error}.", url=url)
+
+
+def error_message(body: str) -> str:
+    """The server's error message from an OpenAI-style error body, else a short excerpt."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return " ".join(body.split())[:300]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and "message" in err:
+            return str(err["message"])[:500]
+        if isinstance(data.get("detail"), str):
+            return data["detail"][:500]
+    return " ".join(body.split())[:300]

@@ -32,6 +32,8 @@ from typing import Any, Literal
 
 import httpx
 
+from inferctl.server.errors import error_for_status, error_message
+
 try:  # msgspec decodes a chunk ~5x faster than json; it matters at thousands of chunks per second
     import msgspec
 
@@ -125,11 +127,9 @@ class StreamResult:
 
     def raise_for_status(self, url: str = "") -> None:
         """Raise the EndpointError a user should see for a failed request."""
-        from inferctl.server.errors import error_for_status
-
         if self.status == "ok":
             return
-        raise error_for_status(self, url)
+        raise error_for_status(self.status, url, self.error, self.http_status)
 
 
 def _content_of(chunk: dict[str, Any]) -> tuple[str, str, str | None]:
@@ -286,7 +286,7 @@ async def stream(
             if resp.status_code != 200:
                 body = (await resp.aread()).decode("utf-8", "replace")
                 result.status, result.http_status = "http_error", resp.status_code
-                result.error = _error_message(body)
+                result.error = error_message(body)
                 return result
             result.http_status = 200
             async for raw in resp.aiter_bytes():
@@ -333,17 +333,3 @@ def _has_token_ids(chunk: dict[str, Any]) -> bool:
     choices = chunk.get("choices")
     return bool(choices) and isinstance(choices[0], dict) and bool(choices[0].get("token_ids"))
 
-
-def _error_message(body: str) -> str:
-    """The server's error message from an OpenAI-style error body, else a short excerpt."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return " ".join(body.split())[:300]
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict) and "message" in err:
-            return str(err["message"])[:500]
-        if isinstance(data.get("detail"), str):
-            return data["detail"][:500]
-    return " ".join(body.split())[:300]

@@ -16,8 +16,8 @@ import time
 import uuid
 
 from inferctl.plan.cells import SimEngine
-from inferctl.plan.config import ServingConfig
 from inferctl.plan.perf import PerfParams
+from inferctl.profiles.serving import ServingConfig
 from inferctl.sim.engine import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, LiveEngine, bucket_counts
 
 _WORD = re.compile(r"\s*\S+|\s+$")

@@ -13,8 +13,8 @@ from tests.fakes import fake_gcp
 from inferctl.cloud import errors as cerr
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.deploy import apply_plan, build_plan
-from inferctl.cloud.profiles import load_profile
 from inferctl.cloud.requests import GENERATED
+from inferctl.profiles.profile import load_profile
 
 RANGES = ["203.0.113.0/24"]
 
@@ -40,6 +40,20 @@ def test_dry_run_needs_no_credentials_and_makes_no_call(monkeypatch, gcp):
         plan = build_plan(profile(name))
         assert plan.requests and plan.gcloud
     assert gcp.state.requests == []
+
+
+def test_dry_run_carries_the_planner_fit_check(tmp_path):
+    """The fit check moved from the profile checks to ops (profiles sit below the planner); deploy still runs it."""
+    from tests.unit.cloud.conftest import write_config
+
+    from inferctl.errors import ConfigError
+    from inferctl.ops.deploy import plan_deployment
+
+    assert plan_deployment("cloudrun-l4-12b-qat").fit.startswith("fits")
+    write_config(tmp_path, '[profiles.too-big]\nbase = "cloudrun-l4-12b-qat"\n'
+                           'model.hf_repo = "google/gemma-4-31B-it"\n')
+    with pytest.raises(ConfigError, match="does not fit"):
+        plan_deployment("too-big")
 
 
 @pytest.mark.parametrize("name", ["cloudrun-l4-12b-qat", "cloudrun-rtx6000-12b-qat-mtp", "gce-g2-48-31b",

@@ -9,9 +9,9 @@ import pytest
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.deploy import apply_plan, build_plan
 from inferctl.cloud.errors import NotManaged
-from inferctl.cloud.profiles import load_profile
 from inferctl.errors import ConfigError
 from inferctl.ops.lifecycle import describe_deployment, destroy_deployment, scale_deployment
+from inferctl.profiles.profile import load_profile
 
 
 def deploy(name: str):

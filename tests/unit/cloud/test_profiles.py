@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from tests.unit.cloud.conftest import write_config
 
-from inferctl.cloud.errors import ProjectMissing
-from inferctl.cloud.profiles import list_profiles, load_profile, profile_names
-from inferctl.cloud.serve import serve_args, validate
 from inferctl.errors import ConfigError
+from inferctl.ops.profiles import check_profile
+from inferctl.profiles.profile import ProjectMissing, list_profiles, load_profile, profile_names
+from inferctl.profiles.serve import serve_args, validate
 
 SHIPPED = ["cloudrun-l4-12b-qat", "cloudrun-rtx6000-12b-qat-mtp", "gce-g2-48-31b", "tpu-v6e-1-12b", "tpu-v6e-4-26b-moe"]
 
@@ -18,7 +18,7 @@ def test_shipped_profiles_load_and_validate():
     for name in SHIPPED:
         p = load_profile(name)
         assert p.project is None  # never hard-coded
-        assert validate(p).errors == [], name
+        assert check_profile(p).errors == [], name
 
 
 def test_project_order(tmp_path, monkeypatch):
@@ -111,13 +111,14 @@ def test_serve_args_use_current_flags():
 
 
 def test_planner_fit_check_runs_before_any_call():
-    from inferctl.cloud.profiles import ModelSource
+    from inferctl.profiles.profile import ModelSource
 
-    ok = validate(load_profile("cloudrun-l4-12b-qat"))
+    ok = check_profile(load_profile("cloudrun-l4-12b-qat"))
     assert ok.fit and ok.fit.startswith("fits")
     too_big = _variant("cloudrun-l4-12b-qat", model=ModelSource(hf_repo="google/gemma-4-31B-it"))
-    r = validate(too_big)
+    assert validate(too_big).errors == [] and validate(too_big).fit is None  # the data checks know no planner
+    r = check_profile(too_big)
     assert any("does not fit" in e for e in r.errors)
     unknown = _variant("cloudrun-l4-12b-qat", model=ModelSource(hf_repo="someone/unknown-model"))
-    r = validate(unknown)
+    r = check_profile(unknown)
     assert r.errors == [] and any("Fit check skipped" in w for w in r.warnings)

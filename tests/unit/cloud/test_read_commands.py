@@ -147,7 +147,7 @@ def test_project_missing_is_one_sentence(monkeypatch):
 
 
 def _cloud_sources() -> list[Path]:
-    files = list((SRC / "cloud").glob("*.py"))
+    files = list((SRC / "cloud").glob("*.py")) + list((SRC / "profiles").glob("*.py"))
     files += [SRC / "ops" / n for n in ("deploy.py", "lifecycle.py", "capacity.py", "cloud_secrets.py",
                                         "artifacts.py", "logs.py", "diagnose.py", "profiles.py")]
     files += [SRC / "cli" / n for n in ("deploy.py", "cloud.py", "logs.py")]
@@ -162,6 +162,6 @@ def test_no_subprocess_no_shell_no_eval():
 
 
 def test_google_libraries_are_imported_lazily():
-    code = ("import sys, inferctl.cli.app, inferctl.config, inferctl.cloud.profiles, inferctl.ops.deploy;"
+    code = ("import sys, inferctl.cli.app, inferctl.config, inferctl.profiles.profile, inferctl.ops.deploy;"
             "bad=[m for m in sys.modules if m.startswith('google.cloud')]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

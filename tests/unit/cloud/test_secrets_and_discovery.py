@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from inferctl.cli.app import app
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.deploy import apply_plan, build_plan
-from inferctl.cloud.profiles import load_profile
-from inferctl.config import resolve_target
 from inferctl.errors import ConfigError
+from inferctl.ops.targets import resolve_target
+from inferctl.profiles.profile import load_profile
 
 
 def deploy(name: str, **update):

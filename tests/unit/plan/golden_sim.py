@@ -14,8 +14,9 @@ from pathlib import Path
 
 from inferctl.bench.spec import SweepSpec
 from inferctl.plan.cells import SimEngine, simulate_cell
-from inferctl.plan.config import ServingConfig, parse_speculative
+from inferctl.plan.config import parse_speculative
 from inferctl.plan.perf import PerfParams
+from inferctl.profiles.serving import ServingConfig
 
 PATH = Path(__file__).parent / "data" / "golden_sim.json"
 CONFIGS = {

@@ -10,8 +10,9 @@ from inferctl.bench.spec import SweepSpec
 from inferctl.errors import ConfigError
 from inferctl.plan.calibrate import fit, load_params, nelder_mead, score
 from inferctl.plan.cells import SimEngine, simulate_cell
-from inferctl.plan.config import ServingConfig, resolve
+from inferctl.plan.config import resolve
 from inferctl.plan.perf import PerfParams
+from inferctl.profiles.serving import ServingConfig
 
 CFG = ServingConfig(model="gemma-4-e2b", accelerator="l4", max_model_len=4096, max_num_seqs=8)
 SPEC = SweepSpec(contexts=[128, 1024], concurrencies=[1, 4, 16], output_tokens=32, requests=16,

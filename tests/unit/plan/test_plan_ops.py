@@ -11,7 +11,7 @@ from inferctl.bench.store import RunDir
 from inferctl.cli.app import app
 from inferctl.ops.plan import plan
 from inferctl.ops.simulate import simulate
-from inferctl.plan.config import ServingConfig
+from inferctl.profiles.serving import ServingConfig
 
 runner = CliRunner()
 

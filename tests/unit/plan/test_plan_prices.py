@@ -8,7 +8,7 @@ from inferctl.bench.spec import SweepSpec
 from inferctl.catalog.prices import hardware_price
 from inferctl.ops.plan import catalog_price, plan
 from inferctl.ops.simulate import simulate
-from inferctl.plan.config import ServingConfig
+from inferctl.profiles.serving import ServingConfig
 
 L4 = ServingConfig(model="gemma-4-12b", accelerator="l4", quant="w4a16", max_model_len=32768)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from inferctl.plan.cells import SimEngine
-from inferctl.plan.config import ServingConfig, parse_speculative
+from inferctl.plan.config import parse_speculative
 from inferctl.plan.scheduler import SimRequest
+from inferctl.profiles.serving import ServingConfig
 
 
 def engine(**kw) -> SimEngine:

@@ -7,7 +7,7 @@ import json
 import pytest
 from starlette.testclient import TestClient
 
-from inferctl.plan.config import ServingConfig
+from inferctl.profiles.serving import ServingConfig
 from inferctl.server.metrics import parse_metrics
 from inferctl.sim.server import CHAT_OVERHEAD_TOKENS, build_app, count_tokens
 

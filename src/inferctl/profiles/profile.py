@@ -1,7 +1,7 @@
 """Deployment profiles: what to deploy where, as data.
 
 A profile says platform (cloudrun | gce | tpu), place, hardware, model source, vLLM settings,
-scaling and probes. Shipped examples live next to this module (``profile_data/*.toml``); users add
+scaling and probes. Shipped examples live in this package (``profile_data/*.toml``); users add
 or override them in the config file::
 
     [cloud]
@@ -26,13 +26,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from inferctl.cloud.errors import ProjectMissing
 from inferctl.errors import ConfigError
 
 Platform = Literal["cloudrun", "gce", "tpu"]
 MANAGED_LABEL = "managed-by"
 MANAGED_VALUE = "inferctl"
 PROFILE_LABEL = "inferctl-profile"
+
+
+class ProjectMissing(ConfigError):
+    """No project in the profile, GOOGLE_CLOUD_PROJECT or the config file's [cloud] table."""
 
 
 class _Strict(BaseModel):
@@ -204,7 +207,7 @@ def _config_project() -> str | None:
 
 def _shipped() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    folder = resources.files("inferctl.cloud") / "profile_data"
+    folder = resources.files("inferctl.profiles") / "profile_data"
     for entry in folder.iterdir():
         if entry.name.endswith(".toml"):
             out[entry.name[: -len(".toml")]] = tomllib.loads(entry.read_text(encoding="utf-8"))
@@ -277,5 +280,5 @@ def list_profiles() -> list[tuple[Profile, bool]]:
 
 def profile_file(name: str) -> Path | None:
     """The shipped data file of a profile, when it is one."""
-    path = Path(str(resources.files("inferctl.cloud") / "profile_data" / f"{name}.toml"))
+    path = Path(str(resources.files("inferctl.profiles") / "profile_data" / f"{name}.toml"))
     return path if path.exists() else None

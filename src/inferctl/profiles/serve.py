@@ -14,8 +14,8 @@ import re
 
 from pydantic import BaseModel, Field
 
-from inferctl.cloud.profiles import Profile
 from inferctl.errors import ConfigError
+from inferctl.profiles.profile import Profile
 
 # Flags (and env vars) that vLLM 0.33 no longer accepts, with what replaced them.
 REMOVED_FLAGS: dict[str, str] = {
@@ -133,7 +133,6 @@ def validate(profile: Profile) -> ValidationReport:
         if net.prefixlen == 0:
             r.errors.append(f"allowed_source_ranges {cidr} opens the server to the whole internet; "
                             "list your own address ranges instead.")
-    r.fit = _fit_check(profile, r)
     return r
 
 
@@ -199,47 +198,3 @@ def _check_remote_access(p: Profile, r: ValidationReport) -> None:
     if not p.allowed_source_ranges:
         r.warnings.append("No allowed_source_ranges: no firewall rule is created, so the server is reachable only "
                           "from inside the VPC (or add your CIDR to the profile).")
-
-
-def serving_config(profile: Profile):  # -> inferctl.plan.config.ServingConfig
-    """The planner's view of a profile (issue 6): catalog model, accelerator, count and vLLM limits."""
-    from inferctl.plan.config import ServingConfig, SpecDecode
-
-    source = profile.model.hf_repo or f"google/{(profile.model.path or '').rstrip('/').rsplit('/', 1)[-1]}"
-    low = source.lower()
-    quant = "w4a16" if "w4a16" in low else "fp8" if "fp8" in low else "bf16"
-    base = re.sub(r"-qat.*$|-(fp8|w4a16).*$", "", source, flags=re.IGNORECASE)
-    acc, count = profile.accelerator, profile.accelerator_count
-    if m := re.fullmatch(r"(v6e|v5litepod|v5e)-(\d+)", acc):
-        acc, count = ("tpu-v6e" if m[1] == "v6e" else "tpu-v5e"), int(m[2])
-    else:
-        acc = acc.removeprefix("nvidia-")
-    v = profile.vllm
-    spec = None
-    if v.speculative_config:
-        method = v.speculative_config.get("method") or ("mtp" if "model" in v.speculative_config else "ngram")
-        spec = SpecDecode(method="mtp" if method in ("mtp", "gemma4_mtp") else method,
-                          num_speculative_tokens=int(v.speculative_config.get("num_speculative_tokens") or 1))
-    return ServingConfig(model=base, accelerator=acc, count=count, tp=v.tensor_parallel_size, quant=quant,
-                         kv_dtype="fp8" if (v.kv_cache_dtype or "").startswith("fp8") else "auto",
-                         max_model_len=v.max_model_len, gpu_mem_util=v.gpu_memory_utilization or 0.92,
-                         max_num_seqs=v.max_num_seqs, max_num_batched_tokens=v.max_num_batched_tokens,
-                         speculative=spec)
-
-
-def _fit_check(profile: Profile, r: ValidationReport) -> str | None:
-    """The planner's fit check (issue 6); a model the catalog does not know is a warning, not a refusal."""
-    try:
-        from inferctl.plan.memory import plan_memory
-    except ImportError:  # the planner is optional to the deploy path
-        return None
-    try:
-        plan = plan_memory(serving_config(profile))
-    except Exception as exc:  # the planner may not know every model or accelerator; never block on that
-        r.warnings.append(f"Fit check skipped: {exc}")
-        return None
-    if not plan.fits:
-        r.errors.append(f"The planner says this does not fit: {plan.reason or 'not enough memory'}")
-        return f"does not fit: {plan.reason}"
-    return (f"fits: {plan.weights_gib:.1f} GiB weights and {plan.kv_memory_gib:.1f} GiB KV cache per device "
-            f"(of {plan.device_memory_gib:.0f} GiB)")
