@@ -51,7 +51,9 @@ class FakeConfig:
     # faults.get(n) or fault_cycle[(n - 1) % len(fault_cycle)]; "" is a normal answer. Kinds:
     # "429" / "500" / "503" (HTTP error, no stream), "reset" (connection dropped mid-stream),
     # "stall" (first token, then silence for stall_s), "malformed" (a non-JSON data line),
-    # "no_usage" (no usage chunk), "no_done" (body ends without [DONE]).
+    # "no_usage" (no usage chunk), "no_done" (the body ends cleanly after the first token: no finish reason, no
+    # [DONE] - cut off), "finish_no_done" (finish reason and usage, then the body ends without [DONE], as
+    # `transformers serve` does - complete).
     faults: dict[int, str] = field(default_factory=dict)
     fault_cycle: list[str] = field(default_factory=list)
     stall_s: float = 30.0
@@ -71,6 +73,10 @@ class FakeConfig:
     # first token, per-token decode time, arrival to end). histogram_shift_ms is subtracted from every TTFT and E2E
     # observation: a server whose own clock disagrees with what its clients see.
     histograms: bool = False
+    # An OpenAI-compatible server that is not vLLM (as `transformers serve` is): no /tokenize, /detokenize,
+    # /metrics or /version (404), and streams end after the finish chunk without [DONE].
+    openai_only: bool = False
+    models_status: int = 200  # 500: /v1/models fails (transformers serve without a hub cache does)
     histogram_shift_ms: float = 0.0
 
 
@@ -119,6 +125,8 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
     async def models(request: Request) -> Response:
         if (r := unauthorized(request)) is not None:
             return r
+        if cfg.models_status != 200:
+            return PlainTextResponse("Internal Server Error", status_code=cfg.models_status)
         names = cfg.served or [cfg.model]
         data = [{"id": n, "object": "model", "created": 1763772000, "owned_by": "vllm", "root": f"/models/{n}",
                  "parent": None, "max_model_len": cfg.max_model_len, "permission": []} for n in names]
@@ -264,6 +272,8 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                         return
                     if fault == "reset" and i == 1:
                         raise ConnectionResetError("injected reset mid-stream")
+                    if fault == "no_done" and i == 1:
+                        return
                     yield chunk("ab"[i % 2], "length" if i == n_out - 1 else None)
                     if first is None:
                         first = time.perf_counter()
@@ -282,7 +292,7 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                     state.observed["e2e"].append(max(0.0, end - arrived - shift))
                     if n_out > 1:
                         state.observed["tpot"].append((end - first) / (n_out - 1))
-                if fault != "no_done":
+                if fault != "finish_no_done" and not cfg.openai_only:
                     yield b"data: [DONE]\n\n"
             finally:
                 state.running -= 1
@@ -295,10 +305,11 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
     async def completions(request: Request) -> Response:
         return await generate(request, chat=False)
 
+    vllm_only = [Route("/version", version), Route("/metrics", metrics), Route("/tokenize", tokenize, methods=["POST"]),
+                 Route("/detokenize", detokenize, methods=["POST"])]
     app = Starlette(routes=[
-        Route("/health", health), Route("/version", version), Route("/v1/models", models),
-        Route("/metrics", metrics), Route("/tokenize", tokenize, methods=["POST"]),
-        Route("/detokenize", detokenize, methods=["POST"]),
+        Route("/health", health), Route("/v1/models", models),
+        *([] if cfg.openai_only else vllm_only),
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
     ])

@@ -52,6 +52,8 @@ class SweepSpec(BaseModel):
         default="auto", description="Load-generator processes; auto: by load (≈128 streams or 150 req/s each, "
                                     "≤ usable cores), raised after a client-bound cell.")
     transport: Literal["auto", "raw", "aiohttp", "httpx"] = "auto"
+    tokenizer: str | None = Field(
+        default=None, description="Directory with the model's tokenizer files, for servers without /tokenize.")
     extra_body: dict[str, Any] = Field(
         default_factory=dict, description='Fields added to every request body, e.g. {"return_token_ids": true}.')
 
@@ -138,7 +140,8 @@ def spec_from_flags(*, preset: str | None = None, concurrency: str | None = None
                     requests: int | None = None, duration: float | None = None, warmup: int | None = None,
                     seed: int = 0, shared_prefix: int = 0, slo: list[str] | None = None,
                     error_threshold: float = 0.5, timeout: float = 600.0, workers: int | str = "auto",
-                    transport: str = "auto", extra_body: str | None = None) -> SweepSpec:  # fmt: skip
+                    transport: str = "auto", extra_body: str | None = None,
+                    tokenizer: str | None = None) -> SweepSpec:  # fmt: skip
     """The SweepSpec the grid flags of `inferctl bench sweep` describe (also `inferctl simulate`'s).
 
     Arguments are the flags as typed: ``concurrency`` / ``context`` are lists like ``"1,2,4"`` or
@@ -174,7 +177,8 @@ def spec_from_flags(*, preset: str | None = None, concurrency: str | None = None
     return SweepSpec(preset=preset, burstiness=burstiness, ignore_eos=not natural_stop, api=api, seed=seed,
                      shared_prefix=shared_prefix, slos=[parse_slo(s) for s in slo or []],
                      error_threshold=error_threshold, timeout=timeout, workers=workers, transport=transport,
-                     extra_body=parse_extra_body(extra_body), **base).validate_grid()  # fmt: skip
+                     extra_body=parse_extra_body(extra_body), tokenizer=tokenizer,
+                     **base).validate_grid()  # fmt: skip
 
 
 # Fields the benchmark itself sets: overriding them would change what is measured without saying so.

@@ -159,7 +159,8 @@ class Sweep:
     async def run_cell(self, cell: CellSpec, attempt: int) -> CellResult:
         spec = self.spec
         ps = self.workload.prompt_set(cell.id, attempt, cell.context)
-        await wl.verify(self.client, ps, chat_template=self.workload.overheads.chat_template)
+        if self.workload.tokenizer is not None:  # an approximation has nothing to verify against
+            await wl.verify(self.workload.tokenizer, ps, chat_template=self.workload.overheads.chat_template)
         load = load_for(spec, cell)
         live = LiveStats()
         live.planned = None if load.requests is None else load.warmup + load.requests
@@ -254,7 +255,10 @@ def run_failure(cells: list[CellResult]) -> str | None:
         return f"no request was sent: every cell was {' or '.join(reasons)} ({cells[0].reason})"
     errors = [e for c in sent for e in c.metrics.first_errors]
     n = sum(c.metrics.requests - c.metrics.infeasible for c in sent)
-    return f"every one of the {n} measured requests failed" + (f"; first error: {errors[0]}" if errors else "")
+    why = f"every one of the {n} measured requests failed" + (f"; first error: {errors[0]}" if errors else "")
+    if any("ignore_eos" in e for e in errors):  # vLLM's extension; other OpenAI-compatible servers refuse it
+        why += " (this server does not take vLLM's ignore_eos: rerun with --natural-stop)"
+    return why
 
 
 async def engine_facts(client: VLLMClient) -> dict:

@@ -32,7 +32,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from inferctl.errors import InferctlError
+from inferctl.bench.tokenizers import LocalTokenizer, ServerTokenizer, Tokenizer
+from inferctl.errors import EndpointError, InferctlError
 from inferctl.server.client import VLLMClient
 
 Api = Literal["chat", "completions"]
@@ -152,10 +153,10 @@ async def _gather_limited(coros: list, limit: int = 16) -> list:
     return await asyncio.gather(*(one(c) for c in coros))
 
 
-async def build_alphabet(client: VLLMClient, model: str, seed: int = 0) -> Alphabet:
+async def build_alphabet(tok: Tokenizer, seed: int = 0) -> Alphabet:
     """Find single-token words that stay one token each in sequence (see the module docstring)."""
     cands = [" " + w for w in dict.fromkeys(_CANDIDATES)] + _LETTERS
-    counts = await _gather_limited([client.tokenize(c, model=model) for c in cands])
+    counts = await _gather_limited([tok.tokenize(c) for c in cands])
     words = distinct_single_tokens(cands, counts)
     spaced = [w for w in words if w.startswith(" ")]
     # Prefer one family: mixing bare letters with spaced words invites merges ("a" + " the").
@@ -165,12 +166,12 @@ async def build_alphabet(client: VLLMClient, model: str, seed: int = 0) -> Alpha
         if len(words) < MIN_WORDS:
             break
         seq = rng.choices(words, k=512)
-        if len(await client.tokenize("".join(seq), model=model)) == len(seq):
+        if len(await tok.tokenize("".join(seq))) == len(seq):
             return Alphabet(words=words)
         # Drop the words of every 32-word window that does not add up.
         bad: set[str] = set()
         windows = [seq[i:i + 32] for i in range(0, len(seq), 32)]
-        got = await _gather_limited([client.tokenize("".join(w), model=model) for w in windows])
+        got = await _gather_limited([tok.tokenize("".join(w)) for w in windows])
         for w, toks in zip(windows, got, strict=True):
             if len(toks) != len(w):
                 bad.update(w)
@@ -217,13 +218,13 @@ class Overheads:
     chat_error: str = ""
 
 
-async def measure_overheads(client: VLLMClient, model: str, alphabet: Alphabet) -> Overheads:
-    """Chat template tokens and completions special tokens, measured with /tokenize."""
+async def measure_overheads(tok: Tokenizer, alphabet: Alphabet) -> Overheads:
+    """Chat template tokens and completions special tokens, measured with the tokenizer."""
     sample = "".join(alphabet.words[:8])
-    plain = len(await client.tokenize(sample, model=model))
-    special = len(await client.tokenize(sample, model=model, add_special_tokens=True))
+    plain = len(await tok.tokenize(sample))
+    special = len(await tok.tokenize(sample, add_special_tokens=True))
     try:
-        chat = len(await client.tokenize_chat([{"role": "user", "content": sample}], model=model))
+        chat = len(await tok.tokenize_chat([{"role": "user", "content": sample}]))
     except InferctlError as exc:
         return Overheads(chat=0, completions=max(0, special - plain), chat_template=False,
                          chat_error=str(exc)[:300])
@@ -243,6 +244,15 @@ class Workload:
     seed: int = 0
     shared_prefix: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # Where lengths come from. None: an approximation (no tokenizer), calibrated from usage; prompts are
+    # then not verified, and meta.json says so (``tokenizer`` below).
+    tokenizer: Tokenizer | None = None
+    tokens_per_word: float = 1.0
+    approximation: str = ""
+
+    @property
+    def exact(self) -> bool:
+        return self.tokenizer is not None
 
     @property
     def overhead(self) -> int:
@@ -255,10 +265,12 @@ class Workload:
     def prompt_set(self, cell: str, attempt: int, context: int) -> PromptSet:
         """The prompts of one cell: the server prefills ``context`` tokens (or the minimum possible)."""
         content = max(1, context - self.overhead)
+        words = content if self.exact else max(1, round(content / self.tokens_per_word))
         anchor = self.alphabet.words[0]  # the first word of the overhead sample too
-        free = content - 1
+        free = words - 1
         rng = random.Random(f"{self.seed}/prefix")
-        prefix_n = min(self.shared_prefix, max(0, free - 1))
+        shared = self.shared_prefix if self.exact else round(self.shared_prefix / self.tokens_per_word)
+        prefix_n = min(shared, max(0, free - 1))
         prefix = "".join(rng.choices(self.alphabet.words, k=prefix_n))
         head = min(HEAD_TOKENS, free - prefix_n)
         body_n = free - prefix_n - head
@@ -272,17 +284,20 @@ class Workload:
         )
 
 
-async def verify(client: VLLMClient, ps: PromptSet, samples: int = 3, *, chat_template: bool = True) -> None:
+async def verify(tok: Tokenizer | VLLMClient, ps: PromptSet, samples: int = 3, *,
+                 chat_template: bool = True) -> None:  # fmt: skip
     """Tokenize a few prompts in full (chat: with the template too); raise when one is off the plan."""
+    if isinstance(tok, VLLMClient):
+        tok = ServerTokenizer(tok, ps.model)
     for i in range(samples):
-        n = len(await client.tokenize(ps.text(i), model=ps.model))
+        n = len(await tok.tokenize(ps.text(i)))
         if n != ps.content_tokens:
             raise WorkloadError(
                 f"Prompt {i} of cell {ps.cell} tokenized to {n} tokens, not {ps.content_tokens}; "
                 "the word list is not additive for this tokenizer."
             )
         if ps.api == "chat" and chat_template:
-            m = len(await client.tokenize_chat([{"role": "user", "content": ps.text(i)}], model=ps.model))
+            m = len(await tok.tokenize_chat([{"role": "user", "content": ps.text(i)}]))
             if m != ps.target_prefill:
                 raise WorkloadError(
                     f"Chat prompt {i} of cell {ps.cell} is {m} tokens with the chat template, not "
@@ -292,10 +307,69 @@ async def verify(client: VLLMClient, ps: PromptSet, samples: int = 3, *, chat_te
 
 async def prepare(
     client: VLLMClient, model: str, *, api: Api, output_tokens: int, ignore_eos: bool = True, seed: int = 0,
-    shared_prefix: int = 0, extra: dict[str, Any] | None = None,
+    shared_prefix: int = 0, extra: dict[str, Any] | None = None, tokenizer: str | None = None,
 ) -> Workload:
-    """Calibrate the alphabet and template overheads against the server (a few hundred /tokenize calls)."""
-    alphabet = await build_alphabet(client, model, seed)
-    overheads = await measure_overheads(client, model, alphabet)
+    """Calibrate the alphabet and template overheads (a few hundred tokenizer calls).
+
+    ``tokenizer``: a directory with tokenizer files, else the server's /tokenize; a server without one
+    gets the usage-calibrated approximation (:func:`approximate`).
+    """
+    tok: Tokenizer
+    if tokenizer:
+        tok = LocalTokenizer(tokenizer)
+    else:
+        tok = ServerTokenizer(client, model)
+        try:
+            await tok.tokenize(" the")
+        except EndpointError as exc:
+            if exc.status is None or exc.status in (401, 403):
+                raise
+            return await approximate(client, model, api=api, output_tokens=output_tokens, ignore_eos=ignore_eos,
+                                     seed=seed, shared_prefix=shared_prefix, extra=extra, why=str(exc))
+    alphabet = await build_alphabet(tok, seed)
+    overheads = await measure_overheads(tok, alphabet)
     return Workload(api=api, model=model, alphabet=alphabet, overheads=overheads, output_tokens=output_tokens,
-                    ignore_eos=ignore_eos, seed=seed, shared_prefix=shared_prefix, extra=dict(extra or {}))
+                    ignore_eos=ignore_eos, seed=seed, shared_prefix=shared_prefix, extra=dict(extra or {}),
+                    tokenizer=tok)
+
+
+PROBE_WORDS = (32, 288)
+
+
+async def approximate(
+    client: VLLMClient, model: str, *, api: Api, output_tokens: int, ignore_eos: bool, seed: int,
+    shared_prefix: int, extra: dict[str, Any] | None, why: str,
+) -> Workload:
+    """Prompt lengths without a tokenizer: two probe requests and the server's own ``usage``.
+
+    Two prompts of 32 and 288 words (one output token each) are sent; their ``usage.prompt_tokens``
+    give tokens per word (the slope) and the template/special tokens (the intercept). Prompts are then
+    built with that many words; each request still records the prefill the server saw, so reports
+    show the true lengths. Without usage in the answers, one token per word and no overhead are
+    assumed, and the run says so.
+    """
+    words = [" " + w for w in dict.fromkeys(_CANDIDATES)]
+    rng = random.Random(f"{seed}/probe")
+    seen: list[tuple[int, int]] = []
+    for n in PROBE_WORDS:
+        text = "".join(rng.choices(words, k=n))
+        if api == "chat":
+            r = await client.chat([{"role": "user", "content": text}], model=model, max_tokens=1, extra=extra)
+        else:
+            r = await client.complete(text, model=model, max_tokens=1, extra=extra)
+        if r.status == "ok" and r.prompt_tokens:
+            seen.append((n, r.prompt_tokens))
+    if len(seen) == 2 and seen[1][1] > seen[0][1]:
+        (n1, p1), (n2, p2) = seen
+        per_word = (p2 - p1) / (n2 - n1)
+        overhead = max(0, round(p1 - per_word * n1))
+        how = (f"approximate: no tokenizer ({why}); {per_word:.3f} tokens per word and {overhead} template "
+               "tokens, calibrated from usage.prompt_tokens of two probe requests")
+    else:
+        per_word, overhead = 1.0, 0
+        how = (f"approximate: no tokenizer ({why}) and no usage in the answers: one token per word assumed; "
+               "pass --tokenizer DIR for exact lengths")
+    ov = Overheads(chat=overhead, completions=overhead, chat_template=False, chat_error="no tokenizer")
+    return Workload(api=api, model=model, alphabet=Alphabet(words=words), overheads=ov, output_tokens=output_tokens,
+                    ignore_eos=ignore_eos, seed=seed, shared_prefix=shared_prefix, extra=dict(extra or {}),
+                    tokenizer=None, tokens_per_word=per_word, approximation=how)

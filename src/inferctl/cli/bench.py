@@ -40,6 +40,8 @@ TransportOpt = Annotated[str, typer.Option("--transport", help="auto (= raw), ra
 ExtraBodyOpt = Annotated[str | None, typer.Option("--extra-body", help="JSON object added to every request body, "
                                                  "e.g. '{\"return_token_ids\": true}' to time tokens that "
                                                  "decode to no text.")]
+TokenizerOpt = Annotated[str | None, typer.Option("--tokenizer", help="Directory with the model's tokenizer files, "
+                                                  "for exact prompt lengths on servers without /tokenize.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress; print the run directory at the end.")]
 
 
@@ -94,6 +96,7 @@ def sweep(
     workers: WorkersOpt = "auto",
     transport: TransportOpt = "auto",
     extra_body: ExtraBodyOpt = None,
+    tokenizer: TokenizerOpt = None,
     runs_dir: RunsDirOpt = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Complete the missing cells of run RUN.")] = None,
     quiet: QuietOpt = False,
@@ -109,7 +112,8 @@ def sweep(
                                natural_stop=natural_stop, api=api, requests=requests, duration=duration,
                                warmup=warmup, seed=seed, shared_prefix=shared_prefix, slo=slo,
                                error_threshold=error_threshold, timeout=timeout, workers=workers,
-                               transport=transport, extra_body=extra_body)
+                               transport=transport, extra_body=extra_body,
+                               tokenizer=tokenizer)
 
     _go(target, url, model, token_env, spec_fn, runs_dir, resume, quiet, as_json)
 
@@ -138,6 +142,7 @@ def run_one(
     workers: WorkersOpt = "auto",
     transport: TransportOpt = "auto",
     extra_body: ExtraBodyOpt = None,
+    tokenizer: TokenizerOpt = None,
     runs_dir: RunsDirOpt = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
@@ -153,7 +158,8 @@ def run_one(
                                burstiness=burstiness, output_tokens=output_tokens, natural_stop=natural_stop, api=api,
                                requests=requests, duration=duration, warmup=warmup, seed=seed,
                                shared_prefix=shared_prefix, slo=slo, error_threshold=1.0, timeout=timeout,
-                               workers=workers, transport=transport, extra_body=extra_body)
+                               workers=workers, transport=transport, extra_body=extra_body,
+                               tokenizer=tokenizer)
 
     _go(target, url, model, token_env, spec_fn, runs_dir, None, quiet, as_json)
 

@@ -65,6 +65,8 @@ def status(report: Any) -> None:
         if load.spec_decode_acceptance_rate is not None:
             t.add_row("spec decode", f"{_pct(load.spec_decode_acceptance_rate)} accepted, "
                       f"{_num(load.spec_decode_mean_acceptance_length, '.2f')} tokens/step")
+    if report.not_exposed:
+        t.add_row("not exposed", ", ".join(report.not_exposed) + "  (not vLLM: no load, KV or version figures)")
     c.print(t)
     if report.problem:
         c.print(f"[bold red]problem:[/] {report.problem}")

@@ -130,14 +130,20 @@ async def sweep(
         assert store is not None
         workload = await wl.prepare(client, served.id, api=spec.api, output_tokens=spec.output_tokens,
                                     ignore_eos=spec.ignore_eos, seed=spec.seed, shared_prefix=spec.shared_prefix,
-                                    extra=spec.extra_body)
+                                    extra=spec.extra_body, tokenizer=spec.tokenizer)
         ov = workload.overheads
         meta.workload = {"api": spec.api, "alphabet_words": len(workload.alphabet.words),
                          "chat_template": ov.chat_template,
                          "chat_template_tokens": ov.chat if ov.chat_template else None,
                          "special_tokens": ov.completions, "head_tokens": wl.HEAD_TOKENS,
-                         "shared_prefix": spec.shared_prefix}
-        if not ov.chat_template:
+                         "shared_prefix": spec.shared_prefix,
+                         "tokenizer": workload.tokenizer.description if workload.tokenizer else workload.approximation,
+                         "exact_lengths": workload.exact}
+        if not workload.exact:
+            meta.workload["tokens_per_word"] = round(workload.tokens_per_word, 4)
+            reporter.note(f"{served.id}: prompt lengths are {workload.approximation}; every request still records "
+                          "the prefill the server reported.")
+        if workload.exact and not ov.chat_template:
             meta.workload["chat_template_error"] = ov.chat_error
             if spec.api == "chat":
                 reporter.note(f"{served.id}: /tokenize could not apply a chat template ({ov.chat_error}); chat "

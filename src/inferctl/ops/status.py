@@ -44,6 +44,9 @@ class StatusReport(BaseModel):
     version: str | None = Field(default=None, description="vLLM version from /version.")
     models: list[ServedModel] = Field(default_factory=list)
     load: ServerLoad | None = None
+    not_exposed: list[str] = Field(
+        default_factory=list, description="Endpoints the server does not serve (an OpenAI-compatible server that "
+                                          "is not vLLM has no /metrics, /version or /tokenize).")
     problem: str | None = Field(default=None, description="What is wrong, in one sentence.")
 
 
@@ -82,11 +85,25 @@ async def get_status(target: Target, *, interval: float = 1.0) -> StatusReport:
             if exc.status is None:  # nothing answered at all: no point asking more
                 return report
             report.reachable = True
+        # Each endpoint on its own: a server that lacks one (not vLLM) still shows the others.
         try:
             report.models = await client.models()
-            report.version = await client.version()
+        except EndpointError as exc:
+            if exc.status == 404:
+                report.not_exposed.append("/v1/models")
+            else:
+                report.problem = report.problem or str(exc)
+        report.version = await client.version()
+        if report.version is None:
+            report.not_exposed.append("/version")
+        try:
             snap, rates = await snapshot_with_rates(client, interval=interval)
             report.load = load_from(snap, rates)
-        except (EndpointError, MetricsParseError) as exc:
+        except EndpointError as exc:
+            if exc.status == 404:
+                report.not_exposed.append("/metrics")
+            else:
+                report.problem = report.problem or str(exc)
+        except MetricsParseError as exc:
             report.problem = report.problem or str(exc)
     return report

@@ -26,7 +26,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from inferctl.config import Target
-from inferctl.errors import ModelNotServed, NotVLLM
+from inferctl.errors import EndpointError, ModelNotServed, NotVLLM
 from inferctl.server import errors
 from inferctl.server.auth import auth_headers
 from inferctl.server.stream import StreamResult, stream
@@ -163,11 +163,27 @@ class VLLMClient:
         return resp.text
 
     async def resolve_model(self, name: str | None = None) -> ServedModel:
-        """The served model called ``name`` (default: the target's model, else the first served)."""
-        served = await self.models()
+        """The served model called ``name`` (default: the target's model, else the first served).
+
+        A server that answers but cannot list its models (no /v1/models, or an error there, as
+        ``transformers serve`` gives without a hub cache) is still usable when the name is given: the
+        name is taken as is and the requests themselves will say if it is wrong.
+        """
         wanted = name or self.target.model
+        try:
+            served = await self.models()
+        except EndpointError as exc:
+            if exc.status is None or exc.status in (401, 403):
+                raise
+            if wanted:
+                return ServedModel(id=wanted)
+            raise ModelNotServed(f"{self.url} could not list its models ({exc}); pass --model NAME with the name "
+                                 "it serves.", url=self.url, status=exc.status) from None
         if not served:
-            raise ModelNotServed(f"{self.url} serves no models yet.", url=self.url)
+            if wanted:  # a server that lists nothing (transformers serve pinned to one model) may still serve it
+                return ServedModel(id=wanted)
+            raise ModelNotServed(f"{self.url} lists no models; pass --model NAME with the name it serves.",
+                                 url=self.url)
         if wanted is None:
             return served[0]
         for m in served:

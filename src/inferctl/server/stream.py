@@ -242,11 +242,16 @@ class SSEParser:
         return True
 
     def finish(self) -> StreamResult:
-        """End-of-body checks: a stream must end with [DONE] and carry content if it claims tokens."""
+        """End-of-body checks: a stream must end with [DONE] and carry content if it claims tokens.
+
+        Some OpenAI-compatible servers (``transformers serve``) end the body after the chunk with the
+        finish reason and never send ``[DONE]``: a body that ended cleanly after a finish reason, with no
+        half event left over, is complete. Without a finish reason it was cut off.
+        """
         result = self.result
         if result.status != "ok":
             return result
-        if not self.done:
+        if not self.done and (result.finish_reason is None or self._buf.strip()):
             result.status, result.error = "stream_broken", "stream ended before [DONE]"
         elif result.first_token_time is None and (result.completion_tokens or 0) > 0:
             # Well formed (usage counts the tokens, [DONE] came) but nothing carried text: not a broken stream.

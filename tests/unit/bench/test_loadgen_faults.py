@@ -45,7 +45,7 @@ def _accounted(run, seen, n: int) -> None:
 
 @pytest.mark.parametrize("kind", TRANSPORTS)
 def test_each_fault_is_classified(kind: str) -> None:
-    cycle = ["", "429", "500", "503", "reset", "malformed", "no_usage", "no_done"]
+    cycle = ["", "429", "500", "503", "reset", "malformed", "no_usage", "no_done", "finish_no_done"]
     cfg = FakeConfig(ttft_ms=1, itl_ms=0.5, fault_cycle=cycle)
     with FakeVLLM(cfg) as fake:
         run, seen = asyncio.run(_run(fake.url, LoadSpec(concurrency=4, requests=len(cycle) * 3, warmup=0), kind=kind))
@@ -54,15 +54,15 @@ def test_each_fault_is_classified(kind: str) -> None:
     codes = Counter(r.http_status for r in seen if r.status == "http_error")
     assert codes == {429: 3, 500: 3, 503: 3}
     assert statuses["http_error"] == 9
-    assert statuses["stream_broken"] == 9  # reset, malformed, no [DONE]
-    assert statuses["ok"] == 6  # normal + no usage
+    assert statuses["stream_broken"] == 9  # reset, malformed, cut off (no finish reason, no [DONE])
+    assert statuses["ok"] == 9  # normal, no usage, finish reason then end of body without [DONE]
     no_usage = [r for r in seen if r.status == "ok" and r.completion_tokens is None]
     assert len(no_usage) == 3
     assert all(r.first_token is not None for r in no_usage)
     m = aggregate(seen)
-    assert m.requests == 24 and m.ok == 6 and m.errors == 18 and m.missing_usage == 3
+    assert m.requests == 27 and m.ok == 9 and m.errors == 18 and m.missing_usage == 3
     assert m.http_error == 9 and m.stream_broken == 9
-    assert m.completion_tokens_total == 3 * 4  # tokens only from usage, never from chunks
+    assert m.completion_tokens_total == 6 * 4  # tokens only from usage, never from chunks
 
 
 @pytest.mark.parametrize("kind", TRANSPORTS)
