@@ -19,7 +19,7 @@ The config file is TOML at ``~/.config/inferctl/config.toml`` (``INFERCTL_CONFIG
     model = "gemma-4-12b"             # optional: which served model to use
 
     [targets.lab]
-    url = "http://10.0.0.5:8000"
+    url = "http://192.0.2.5:8000"
     auth = "bearer"
     token_env = "LAB_VLLM_TOKEN"      # the token itself never lives in the file
 

@@ -143,7 +143,7 @@ def test_tpu_wait_reports_the_state_progression(gcp):
     text = "\n".join(progress)
     for state in ("ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING", "ACTIVE"):
         assert state in text
-    assert status.url == "http://34.1.2.3:8000"
+    assert status.url == "http://198.51.100.7:8000"
 
 
 def test_tpu_zone_exhausted_is_a_clear_error(gcp):
