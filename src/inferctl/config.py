@@ -69,6 +69,13 @@ class Target(BaseModel):
             value = value[: -len("/v1")]
         return value
 
+    @property
+    def display_url(self) -> str:
+        """The URL to show or store: without userinfo or token-like query values (``url`` connects)."""
+        from inferctl.redact import redact_url
+
+        return redact_url(self.url)
+
 
 class TargetEntry(BaseModel):
     """A target as written in the config file (the name is the table key)."""

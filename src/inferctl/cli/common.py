@@ -46,10 +46,18 @@ def debug_enabled() -> bool:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print one line to stderr and return the Exit to raise."""
-    from rich.console import Console
+    """Print one line to stderr and return the Exit to raise.
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {message}")
+    The message is data, never markup (it may quote a server's reply or a user's argument), and any
+    URL in it is shown without credentials.
+    """
+    from rich.console import Console
+    from rich.text import Text
+
+    from inferctl.redact import redact_text
+
+    line = Text.assemble(("error:", "bold red"), " ", redact_text(message))
+    Console(stderr=True, highlight=False, soft_wrap=True, emoji=False).print(line)
     return typer.Exit(code)
 
 

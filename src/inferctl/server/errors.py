@@ -13,12 +13,14 @@ from inferctl.errors import (
     RequestRejected,
     Unreachable,
 )
+from inferctl.redact import redact_url
 
 if TYPE_CHECKING:
     from inferctl.server.stream import StreamResult
 
 
 def unreachable(url: str, detail: str, *, local: bool = False) -> Unreachable:
+    url = redact_url(url)
     if local:
         return Unreachable(
             f"The local engine is not answering at {url}; start it with `inferctl local up`.", url=url
@@ -27,6 +29,7 @@ def unreachable(url: str, detail: str, *, local: bool = False) -> Unreachable:
 
 
 def timeout(url: str, seconds: float) -> EndpointTimeout:
+    url = redact_url(url)
     return EndpointTimeout(
         f"{url} did not answer within {seconds:g} s; the server may be overloaded or still starting.", url=url
     )
@@ -34,6 +37,7 @@ def timeout(url: str, seconds: float) -> EndpointTimeout:
 
 def http_error(url: str, status: int, message: str) -> EndpointError:
     """The exception for a non-2xx answer from an OpenAI-compatible endpoint."""
+    url = redact_url(url)
     message = message.strip().rstrip(".")
     if status in (401, 403):
         what = "401 Unauthorized" if status == 401 else "403 Forbidden"
@@ -53,6 +57,7 @@ def http_error(url: str, status: int, message: str) -> EndpointError:
 
 
 def error_for_status(result: StreamResult, url: str) -> EndpointError:
+    url = redact_url(url)
     if result.status == "http_error":
         return http_error(url, result.http_status or 0, result.error)
     if result.status == "timeout":
