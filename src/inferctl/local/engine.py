@@ -195,6 +195,11 @@ _VLLM_TITLE_PREFIX = "VLLM::"
 def _same_command(recorded: Sequence[str], current: Sequence[str]) -> bool:
     if list(current) == list(recorded):
         return True
+    if not "".join(current):
+        # Empty while the kernel is still setting up the exec (seen right after Popen returns) or once
+        # the process is a zombie. The start time already matched, and a pid with that start time is
+        # the very process we spawned, so there is nothing else it could be.
+        return True
     title = " ".join(current).strip(" \0")
     return title.startswith(_VLLM_TITLE_PREFIX) and "\n" not in title
 

@@ -31,10 +31,13 @@ def home(tmp_path, monkeypatch):
     return tmp_path / "home"
 
 
-def _state(pid: int, port: int = 18321, log_path: str = "/nonexistent.log", **fields) -> EngineState:
-    """A record of ``pid`` as `local up` writes it: its real start time and exact command line."""
+def _state(proc: subprocess.Popen | int, port: int = 18321, log_path: str = "/nonexistent.log",
+           **fields) -> EngineState:
+    """A record of ``proc`` as `local up` writes it: its real start time and the command it was given."""
+    pid = proc if isinstance(proc, int) else proc.pid
     fields.setdefault("process_start", process_start(pid))
-    fields.setdefault("argv", engine._proc_cmdline(pid) or ["python", "-m", engine.ENTRYPOINT])
+    if isinstance(proc, subprocess.Popen):
+        fields.setdefault("argv", list(proc.args))
     return EngineState(pid=pid, port=port, model_dir="/models/x", served_model_name="x",
                        log_path=log_path, started_at=time.time() - 5, **fields)
 
@@ -153,6 +156,8 @@ def test_spawn_records_the_start_time_and_exact_command_and_down_stops_it(tmp_pa
     # A stand-in `vllm` package first on PYTHONPATH: the real spawn path runs, the "engine" just sleeps.
     fake = tmp_path / "site" / "vllm" / "entrypoints" / "openai"
     fake.mkdir(parents=True)
+    for package in (fake, fake.parent, fake.parent.parent):  # regular packages: found before the real vllm
+        (package / "__init__.py").write_text("")
     (fake / "api_server.py").write_text("import time\ntime.sleep(60)\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     state = engine.spawn(model, served_model_name="m", port=_free_port(), env=env)
@@ -235,7 +240,7 @@ def test_engine_that_dies_during_startup_raises_with_log_tail(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     with pytest.raises(LocalEngineError) as info:
-        engine.wait_ready(_state(proc.pid, log_path=str(log)), timeout=5)
+        engine.wait_ready(_state(proc, log_path=str(log)), timeout=5)
     message = str(info.value)
     assert "exited during startup" in message and "ValueError: unsupported model" in message
     assert "line 21" in message and "line 20" not in message  # the last 20 lines
@@ -248,7 +253,7 @@ def test_wait_ready_reports_progress_and_times_out_while_alive(tmp_path):
     seen: list[str] = []
     try:
         with pytest.raises(LocalEngineError, match="did not answer /health"):
-            engine.wait_ready(_state(proc.pid, port=_free_port(), log_path=str(log)), timeout=1,
+            engine.wait_ready(_state(proc, port=_free_port(), log_path=str(log)), timeout=1,
                               on_progress=seen.append, poll_interval=0.2)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -268,7 +273,7 @@ def test_terminate_stops_the_whole_process_group():
     )
     proc = _spawn_fake_engine(script)
     time.sleep(1.0)
-    state = _state(proc.pid)
+    state = _state(proc)
     assert engine.is_running(state)
     engine.terminate(state, timeout=10)
     assert not engine._group_alive(proc.pid, proc.pid)
@@ -280,14 +285,14 @@ def test_terminate_escalates_to_sigkill():
     proc = _spawn_fake_engine(script)
     time.sleep(1.0)
     t0 = time.monotonic()
-    engine.terminate(_state(proc.pid), timeout=1)
+    engine.terminate(_state(proc), timeout=1)
     assert 1 <= time.monotonic() - t0 < 10  # waited out the SIGTERM grace period, then killed
     assert not pid_alive(proc.pid)
 
 
 def test_down_stops_a_recorded_engine_and_clears_state():
     proc = _spawn_fake_engine()
-    write_state(_state(proc.pid))
+    write_state(_state(proc))
     assert ops.status().status == "starting"  # alive, but nothing answers /health
     result = ops.down(timeout=10)
     assert result.stopped and result.pid == proc.pid
