@@ -91,6 +91,21 @@ def emit(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:
 
 
 def console():
+    """The stdout console. It never parses markup or emoji codes: what it prints is data (model ids,
+    server replies, log lines, file names), so ``[/]x`` must print as ``[/]x``, not raise MarkupError,
+    and ``[bold]evil`` must not turn bold. Style comes from ``styled`` (or ``Text``) only."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, markup=False, emoji=False)
+
+
+def styled(template: str, *values: object):
+    """A Rich Text from our own markup, each ``{}`` in ``template`` filled with a value shown verbatim.
+
+    ``styled("[bold]run[/] {} model {}", run_id, model)``: the template is trusted (written here),
+    the values are escaped, so nothing a server, log, file or user said can become markup.
+    """
+    from rich.markup import escape
+    from rich.text import Text
+
+    return Text.from_markup(template.format(*(escape(str(v)) for v in values)), emoji=False)
