@@ -12,6 +12,8 @@ import ipaddress
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("src", "tests", "benchmarks")
 DOCUMENTATION = [ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")]
@@ -58,3 +60,32 @@ def test_the_scan_finds_what_it_must(tmp_path):
         'version = "1.2.3"\nmeta = "169.254.169.254"\n'
     )
     assert routable_literals(tmp_path) == [f"tests/t.py:1: {vm}", f"tests/t.py:2: {lan}"]
+
+
+def test_a_connection_off_the_machine_is_refused_and_reported():
+    import errno
+    import socket
+
+    from tests.conftest import _attempts
+
+    with socket.socket() as s, pytest.raises(OSError) as info:
+        s.connect(("198.51.100.9", 8000))  # a documentation address: nothing may be sent even there
+    assert info.value.errno == errno.ENETUNREACH
+    assert _attempts == ["('198.51.100.9', 8000)"]
+    import asyncio
+
+    import httpx
+
+    async def get() -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            await client.get("http://198.51.100.7:8000/health")
+
+    with pytest.raises(httpx.ConnectError):
+        asyncio.run(get())  # the asyncio path (what VLLMClient uses) is guarded too
+    assert _attempts[1:] == ["('198.51.100.7', 8000)"]
+    _attempts.clear()  # the guard would fail this test at teardown otherwise
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        with socket.socket() as s:
+            s.connect(server.getsockname())  # loopback is fine
