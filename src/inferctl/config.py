@@ -23,7 +23,7 @@ The config file is TOML at ``~/.config/inferctl/config.toml`` (``INFERCTL_CONFIG
     model = "gemma-4-12b"             # optional: which served model to use
 
     [targets.lab]
-    url = "http://10.0.0.5:8000"
+    url = "http://192.0.2.5:8000"
     auth = "bearer"
     token_env = "LAB_VLLM_TOKEN"      # the token itself never lives in the file
 
@@ -73,6 +73,13 @@ class Target(BaseModel):
         if value.endswith("/v1"):
             value = value[: -len("/v1")]
         return value
+
+    @property
+    def display_url(self) -> str:
+        """The URL to show or store: without userinfo or token-like query values (``url`` connects)."""
+        from inferctl.redact import redact_url
+
+        return redact_url(self.url)
 
 
 class TargetEntry(BaseModel):

@@ -305,8 +305,8 @@ class _App:
                 spec = qr["tpu"]["nodeSpec"][0]
                 node = dict(spec["node"])
                 node.update(name=f"{spec['parent']}/nodes/{spec['nodeId']}", state="READY",
-                            networkEndpoints=[{"ipAddress": "10.128.0.7", "port": 8470,
-                                               "accessConfig": {"externalIp": "34.1.2.3"}}])
+                            networkEndpoints=[{"ipAddress": "192.0.2.7", "port": 8470,
+                                               "accessConfig": {"externalIp": "198.51.100.7"}}])
                 self.s.nodes[node["name"]] = node
             else:
                 qr["state"] = {"state": state, "stateInitiator": "USER"}
@@ -346,9 +346,9 @@ class _App:
             vm["status"] = "STAGING" if self.s.instance_polls[name] < 2 else "RUNNING"
         if vm["status"] == "RUNNING":
             nic = vm["networkInterfaces"][0]
-            nic["networkIP"] = "10.128.0.9"
+            nic["networkIP"] = "192.0.2.9"
             for ac in nic.get("accessConfigs", []):
-                ac["natIP"] = "34.9.8.7"
+                ac["natIP"] = "198.51.100.9"
         return vm
 
     def vm_delete(self, g, q, body):

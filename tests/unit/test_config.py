@@ -40,20 +40,20 @@ def test_corrupt_state_file_is_a_clear_error():
 
 
 def test_url_wins_and_is_normalised():
-    t = resolve_target("whatever", "http://10.0.0.5:8000/v1/")
-    assert t.name == "url" and t.url == "http://10.0.0.5:8000" and t.auth == "none"
+    t = resolve_target("whatever", "http://192.0.2.5:8000/v1/")
+    assert t.name == "url" and t.url == "http://192.0.2.5:8000" and t.auth == "none"
 
 
 def test_url_without_scheme_is_rejected():
     with pytest.raises(ConfigError, match="http:// or https://"):
-        resolve_target(url="10.0.0.5:8000")
+        resolve_target(url="192.0.2.5:8000")
 
 
 def test_named_target_from_config(tmp_path):
     write_config(tmp_path, """
 default_target = "lab"
 [targets.lab]
-url = "http://10.0.0.5:8000"
+url = "http://192.0.2.5:8000"
 auth = "bearer"
 token_env = "LAB_TOKEN"
 model = "gemma"
@@ -62,7 +62,7 @@ url = "https://gemma-l4.a.run.app"
 auth = "google-id-token"
 """)
     t = resolve_target()
-    assert (t.name, t.url, t.auth, t.token_env, t.model) == ("lab", "http://10.0.0.5:8000", "bearer", "LAB_TOKEN",
+    assert (t.name, t.url, t.auth, t.token_env, t.model) == ("lab", "http://192.0.2.5:8000", "bearer", "LAB_TOKEN",
                                                              "gemma")
     assert resolve_target("l4").auth == "google-id-token"
     assert [x.name for x in list_targets()] == ["local", "l4", "lab"]
@@ -98,10 +98,10 @@ def test_config_asks_its_sources_only_for_names_the_file_does_not_define(tmp_pat
 
     def source(name):
         asked.append(name)
-        return config.Target(name=name, url="http://10.0.0.9:8000") if name == "dep" else None
+        return config.Target(name=name, url="http://192.0.2.9:8000") if name == "dep" else None
 
     assert config.resolve_target("l4", sources=[source]).url == "https://x.run.app"
-    assert config.resolve_target("dep", sources=[source]).url == "http://10.0.0.9:8000"
+    assert config.resolve_target("dep", sources=[source]).url == "http://192.0.2.9:8000"
     with pytest.raises(ConfigError, match="Unknown target 'local'; known targets: l4, local"):
         config.resolve_target(sources=[source])  # without the ops sources even 'local' is unknown here
     assert asked == ["dep", "local"]

@@ -28,13 +28,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from inferctl.bench.agreement import MetricAgreement
 from inferctl.bench.cachecheck import PrefixCacheCheck
 from inferctl.bench.records import RequestRecord
 from inferctl.bench.stats import CellMetrics, ClientHealth
 from inferctl.errors import ConfigError
+from inferctl.redact import redact_argv, redact_url
 
 FORMAT_VERSION = 1
 Source = Literal["measured", "imported", "simulated"]
@@ -86,10 +87,24 @@ class RunMeta(BaseModel):
     workload: dict[str, Any] = Field(default_factory=dict, description="Prompt calibration facts.")
     inferctl_version: str | None = None
     host: dict[str, Any] = Field(default_factory=dict)
-    command: list[str] = Field(default_factory=list)
+    command: list[str] = Field(default_factory=list, description="The command line (credentials redacted).")
     started_at: float | None = None
     ended_at: float | None = None
     resumed_at: list[float] = Field(default_factory=list)
+
+    # Validators run on construction and on load, so a meta.json neither gets a credential written
+    # into it nor shows one that an older inferctl stored (reports, `runs show`, resume all read it here).
+    @field_validator("target")
+    @classmethod
+    def _no_credentials_in_url(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(value.get("url"), str):
+            value = {**value, "url": redact_url(value["url"])}
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _no_credentials_in_command(cls, value: list[str]) -> list[str]:
+        return redact_argv(value)
 
 
 def runs_dir(path: str | os.PathLike | None = None) -> Path:

@@ -8,10 +8,12 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from inferctl.bench.loadgen import LiveStats
 from inferctl.bench.spec import CellSpec
 from inferctl.bench.store import CellResult, RunMeta
+from inferctl.cli.common import styled
 
 
 def _ms(v: float | None) -> str:
@@ -60,8 +62,8 @@ class ProgressReporter:
         self.started = False
 
     def sweep_start(self, meta: RunMeta, cells: list[CellSpec], done: int) -> None:
-        self.console.print(f"[bold]run[/] {meta.run_id}  model {meta.model}  vLLM {meta.vllm_version or '?'}  "
-                           f"max_model_len {meta.max_model_len}")
+        self.console.print(styled("[bold]run[/] {}  model {}  vLLM {}  max_model_len {}", meta.run_id, meta.model,
+                                  meta.vllm_version or "?", meta.max_model_len))
         self.progress.start()
         self.started = True
         self.sweep_task = self.progress.add_task("sweep", total=len(cells), completed=done, stats="")
@@ -79,16 +81,16 @@ class ProgressReporter:
         m = result.metrics
         if result.status == "complete":
             # Fits 80 columns: "ctx16384-c2048 8192/8192 ok 1,234 req/s 12,345 tok/s TTFT 1,234 TPOT 12.3 ms"
-            line = (f"{result.id:<14} {m.ok}/{m.requests} ok  {_short(m.request_throughput)} req/s  "
-                    f"{_short(m.output_throughput)} tok/s  TTFT {_short(m.ttft.p50)}  TPOT {_short(m.tpot.p50)} ms")
+            line = Text(f"{result.id:<14} {m.ok}/{m.requests} ok  {_short(m.request_throughput)} req/s  "
+                        f"{_short(m.output_throughput)} tok/s  TTFT {_short(m.ttft.p50)}  TPOT {_short(m.tpot.p50)} ms")
             if result.client.workers > 1:
-                line += f"  [dim]×{result.client.workers}[/]"
+                line.append(f"  ×{result.client.workers}", style="dim")
         else:
-            line = f"{result.id:<14} {result.status}: {result.reason}"
+            line = Text(f"{result.id:<14} {result.status}: {result.reason}")
         self.progress.console.print(line, highlight=False)
 
     def note(self, text: str) -> None:
-        self.progress.console.print(f"[yellow]note:[/] {text}", highlight=False)
+        self.progress.console.print(styled("[yellow]note:[/] {}", text), highlight=False)
 
     def close(self) -> None:
         if self.started:
@@ -117,7 +119,7 @@ def cells_table(cells: list[CellResult], title: str | None = None, width: int | 
             f"{m.ok}/{m.requests}", f"{m.request_throughput:.2f}", f"{m.output_throughput:.1f}",
             _ms(m.ttft.p50), _ms(m.ttft.p95), _ms(m.tpot.p50), _ms(m.itl.p99), _ms(m.e2e.p50),
             "—" if c.client.achieved_concurrency is None else f"{c.client.achieved_concurrency:.1f}",
-            "—" if kv is None else f"{kv:.0%}", "[red]bound[/]" if c.client.client_bound else "ok",
+            "—" if kv is None else f"{kv:.0%}", Text("bound", style="red") if c.client.client_bound else "ok",
         )
     return t
 
@@ -143,7 +145,7 @@ def _narrow_table(cells: list[CellResult], title: str | None) -> Table:
             c.id, "[red]cache![/]" if _cached(c) else _STATUS_SHORT.get(c.status, c.status),
             f"{m.ok}/{m.requests}", _short(m.request_throughput),
             _short(m.output_throughput), _short(m.ttft.p50), _short(m.ttft.p95), _short(m.tpot.p50),
-            _short(m.e2e.p50), "[red]![/]" if c.client.client_bound else "",
+            _short(m.e2e.p50), Text("!", style="red") if c.client.client_bound else "",
         )
     return t
 
@@ -161,5 +163,5 @@ def summary(s: Any) -> None:
         out.print(f"[red]cache![/] prefix cache far above the workload's sharing in {', '.join(cached)}: "
                   f"{next(c for c in s.cells if _cached(c)).prefix_cache.text}")
     if s.client_bound_cells:
-        out.print(f"[yellow]client-bound cells:[/] {', '.join(s.client_bound_cells)} (see runs show)")
+        out.print(styled("[yellow]client-bound cells:[/] {} (see runs show)", ", ".join(s.client_bound_cells)))
     out.print(f"run directory: {s.path}")

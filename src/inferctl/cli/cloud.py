@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from inferctl.cli.common import JsonOpt, console, emit, fail, run
+from inferctl.cli.common import JsonOpt, console, emit, fail, run, styled
 from inferctl.cli.deploy import ProjectOpt
 
 secrets_app = typer.Typer(help="Secrets in Secret Manager (values are never printed).", no_args_is_help=True)
@@ -55,7 +55,7 @@ def capacity(
         c = console()
         c.print(t)
         for note in r.notes:
-            c.print(f"[dim]{note}[/]")
+            c.print(styled("[dim]{}[/]", note))
 
     emit(report, as_json, render)
 
@@ -91,7 +91,7 @@ def artifacts(
             t.add_row(a.name, _gb(a.size_bytes))
         c.print(t)
         if r.truncated:
-            c.print("[yellow]More objects exist; raise --limit or narrow --prefix.[/]")
+            c.print(styled("[yellow]More objects exist; raise --limit or narrow --prefix.[/]"))
 
     emit(result, as_json, render)
 
@@ -154,12 +154,12 @@ def profiles_show(name: Annotated[str, typer.Argument(help="Profile name.")], as
     def render(d) -> None:
         c = console()
         c.print_json(d.profile.model_dump_json(exclude_none=True))
-        c.print("\n[bold]Server command[/]")
+        c.print(styled("\n[bold]Server command[/]"))
         c.print(shlex.join(d.serve_command), markup=False, soft_wrap=True)
         for e in d.errors:
-            c.print(f"[red]error:[/] {e}")
+            c.print(styled("[red]error:[/] {}", e))
         for w in d.warnings:
-            c.print(f"[yellow]warning:[/] {w}")
+            c.print(styled("[yellow]warning:[/] {}", w))
 
     emit(run(lambda: show_profile(name)), as_json, render)
 

@@ -46,10 +46,18 @@ def debug_enabled() -> bool:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print one line to stderr and return the Exit to raise."""
-    from rich.console import Console
+    """Print one line to stderr and return the Exit to raise.
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {message}")
+    The message is data, never markup (it may quote a server's reply or a user's argument), and any
+    URL in it is shown without credentials.
+    """
+    from rich.console import Console
+    from rich.text import Text
+
+    from inferctl.redact import redact_text
+
+    line = Text.assemble(("error:", "bold red"), " ", redact_text(message))
+    Console(stderr=True, highlight=False, soft_wrap=True, emoji=False).print(line)
     return typer.Exit(code)
 
 
@@ -83,6 +91,21 @@ def emit(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:
 
 
 def console():
+    """The stdout console. It never parses markup or emoji codes: what it prints is data (model ids,
+    server replies, log lines, file names), so ``[/]x`` must print as ``[/]x``, not raise MarkupError,
+    and ``[bold]evil`` must not turn bold. Style comes from ``styled`` (or ``Text``) only."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, markup=False, emoji=False)
+
+
+def styled(template: str, *values: object):
+    """A Rich Text from our own markup, each ``{}`` in ``template`` filled with a value shown verbatim.
+
+    ``styled("[bold]run[/] {} model {}", run_id, model)``: the template is trusted (written here),
+    the values are escaped, so nothing a server, log, file or user said can become markup.
+    """
+    from rich.markup import escape
+    from rich.text import Text
+
+    return Text.from_markup(template.format(*(escape(str(v)) for v in values)), emoji=False)

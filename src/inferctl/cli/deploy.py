@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from inferctl.cli.common import JsonOpt, console, emit, fail, run
+from inferctl.cli.common import JsonOpt, console, emit, fail, run, styled
 
 ProjectOpt = Annotated[
     str | None,
@@ -41,7 +41,7 @@ def _progress():
     err.stderr = True
 
     def say(message: str) -> None:
-        err.print(f"[dim][{time.monotonic() - start:6.0f}s][/] {message}", highlight=False, markup=True,
+        err.print(styled("[dim]\\[{}s][/] {}", f"{time.monotonic() - start:6.0f}", message), highlight=False,
                   soft_wrap=True)
 
     return say
@@ -51,18 +51,19 @@ def render_plan(plan) -> None:
     from rich.syntax import Syntax
 
     c = console()
-    c.print(f"[bold]Plan for profile {plan.profile}[/] ({plan.platform}, project {plan.project}, {plan.location})")
+    c.print(styled("[bold]Plan for profile {}[/] ({}, project {}, {})", plan.profile, plan.platform, plan.project,
+                   plan.location))
     for w in plan.warnings:
-        c.print(f"[yellow]warning:[/] {w}")
+        c.print(styled("[yellow]warning:[/] {}", w))
     if plan.fit:
         c.print(f"fit: {plan.fit}")
     for n, req in enumerate(plan.requests, 1):
-        c.print(f"\n[bold]{n}. {req.http_method} {req.url}[/]  [dim]{req.method}[/]", soft_wrap=True)
+        c.print(styled("\n[bold]{}. {} {}[/]  [dim]{}[/]", n, req.http_method, req.url, req.method), soft_wrap=True)
         if req.why:
             c.print(f"   {req.why}")
         if req.body is not None:
             c.print(Syntax(json.dumps(req.body, indent=2), "json", word_wrap=True, background_color="default"))
-    c.print("\n[bold]Equivalent gcloud commands[/] (for reference; inferctl does not run them):")
+    c.print(styled("\n[bold]Equivalent gcloud commands[/] (for reference; inferctl does not run them):"))
     for line in plan.gcloud:
         c.print(line, soft_wrap=True, markup=False)
 
@@ -70,7 +71,8 @@ def render_plan(plan) -> None:
 def render_status(st) -> None:
     c = console()
     colour = {"ready": "green", "failed": "red", "absent": "dim"}.get(st.phase, "yellow")
-    c.print(f"[bold]{st.profile}[/] ({st.platform}) [{colour}]{st.phase}[/]" + (f" — {st.state}" if st.state else ""))
+    c.print(styled("[bold]{}[/] ({}) [" + colour + "]{}[/]{}", st.profile, st.platform, st.phase,
+                   f" — {st.state}" if st.state else ""))
     rows = [("resource", st.resource_name), ("reason", st.reason), ("url", st.url), ("internal url", st.internal_url),
             ("revision", st.revision), ("accelerator", st.accelerator), ("machine type", st.machine_type),
             ("instances", f"{st.min_instances}..{st.max_instances}" if st.min_instances is not None else None),
@@ -99,7 +101,7 @@ def deploy(
     if not apply:
         emit(plan, as_json, render_plan)
         if not as_json:
-            console().print("\n[bold]Nothing was created.[/] Run again with --apply to create it.")
+            console().print(styled("\n[bold]Nothing was created.[/] Run again with --apply to create it."))
         return
     if not as_json:
         render_plan(plan)

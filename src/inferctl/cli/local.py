@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from inferctl.cli.common import JsonOpt, console, emit, fail, run
+from inferctl.cli.common import JsonOpt, console, emit, fail, run, styled
 
 app = typer.Typer(
     help="Run a real vLLM engine on this machine (by default the tiny Gemma 4 model on the CPU build).",
@@ -18,16 +18,17 @@ app = typer.Typer(
 
 def _render_status(result) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     c = console()
     style = {"running": "bold green", "starting": "bold yellow", "dead": "bold red"}.get(result.status, "dim")
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="dim", no_wrap=True)
     t.add_column()
-    t.add_row("status", f"[{style}]{result.status}[/]")
+    t.add_row("status", Text(result.status, style=style))
     if result.status == "stopped":
         c.print(t)
-        c.print("Start one with [bold]inferctl local up[/].")
+        c.print(styled("Start one with [bold]inferctl local up[/]."))
         return
     t.add_row("url", result.url or "")
     t.add_row("model", f"{result.model}  ({result.model_dir})")
@@ -39,8 +40,8 @@ def _render_status(result) -> None:
     t.add_row("log", result.log_path or "")
     c.print(t)
     if result.status == "dead":
-        c.print("The recorded process is gone; [bold]inferctl local logs[/] shows why, "
-                "[bold]inferctl local up[/] starts a new one.")
+        c.print(styled("The recorded process is gone; [bold]inferctl local logs[/] shows why, "
+                       "[bold]inferctl local up[/] starts a new one."))
 
 
 def _duration(seconds: float) -> str:
@@ -78,20 +79,19 @@ def up(
     Example: inferctl local up -- --enforce-eager --kv-cache-dtype fp8
     """
     from rich.console import Console
-    from rich.markup import escape
 
     from inferctl.ops import local as ops
 
     extra = list(ctx.args)
     # The spinner goes to stderr so --json output on stdout stays clean.
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, markup=False, emoji=False)
     t0 = time.monotonic()
     with err.status("Starting vLLM…", spinner="dots") as spinner:
 
         def progress(line: str) -> None:
             width = max(20, err.width - 30)
             shown = line if len(line) <= width else "…" + line[-width:]
-            spinner.update(f"Starting vLLM ({time.monotonic() - t0:.0f} s)  [dim]{escape(shown)}[/]")
+            spinner.update(styled("Starting vLLM ({} s)  [dim]{}[/]", f"{time.monotonic() - t0:.0f}", shown))
 
         result = run(
             lambda: ops.up(
@@ -108,11 +108,11 @@ def up(
     if not as_json:
         c = console()
         if result.already_running:
-            c.print(f"[bold]Already running[/] at {result.url}")
+            c.print(styled("[bold]Already running[/] at {}", result.url))
         elif result.status == "running":
-            c.print(f"[bold green]Serving[/] at {result.url}  (OpenAI API: {result.url}/v1)")
+            c.print(styled("[bold green]Serving[/] at {}  (OpenAI API: {}/v1)", result.url, result.url))
         else:
-            c.print(f"[bold yellow]Starting[/] at {result.url}; check with [bold]inferctl local status[/].")
+            c.print(styled("[bold yellow]Starting[/] at {}; check with [bold]inferctl local status[/].", result.url))
     emit(result, as_json, _render_status)
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from inferctl.cli.common import JsonOpt, TargetOpt, console, emit, fail, run
+from inferctl.cli.common import JsonOpt, TargetOpt, console, emit, fail, run, styled
 from inferctl.cli.deploy import ProjectOpt
 
 logs_app = typer.Typer(help="Logs of a deployment (Cloud Logging) or the local engine (its log file).")
@@ -26,7 +26,7 @@ def _render_logs(result) -> None:
         style = colour.get(r.severity)
         prefix = f"{r.timestamp or '':26} {r.severity:8} "
         c.print(prefix + r.text, style=style, markup=False, highlight=False, soft_wrap=True)
-    c.print(f"[dim]{len(result.records)} lines from {result.location}[/]", highlight=False)
+    c.print(styled("[dim]{} lines from {}[/]", len(result.records), result.location), highlight=False)
 
 
 @logs_app.callback(invoke_without_command=True)
@@ -53,18 +53,18 @@ def logs(
 
 def _render_analysis(a) -> None:
     c = console()
-    c.print(f"[bold]{a.lines_read} log lines[/] from {a.source}", highlight=False)
+    c.print(styled("[bold]{} log lines[/] from {}", a.lines_read, a.source), highlight=False)
     counts = ", ".join(f"{n} {sev}" for sev, n in sorted(a.issue_counts.items())) or "no warnings or errors"
     c.print(f"Issues: {counts}")
     for issue in a.issues[-15:]:
         c.print(f"  line {issue.line} [{issue.severity}] {issue.message}", markup=False, soft_wrap=True)
     for cause in a.known_causes:
-        c.print(f"[yellow]likely cause:[/] {cause}")
+        c.print(styled("[yellow]likely cause:[/] {}", cause))
     if a.summary:
-        c.print(f"\n[bold]Summary by {a.model} on {a.asked}:[/]")
+        c.print(styled("\n[bold]Summary by {} on {}:[/]", a.model, a.asked))
         c.print(a.summary, markup=False)
     if a.note:
-        c.print(f"\n[yellow]{a.note}[/]")
+        c.print(styled("\n[yellow]{}[/]", a.note))
 
 
 @logs_app.command("analyze")
@@ -101,12 +101,12 @@ def remediate(
     def render(r) -> None:
         c = console()
         for cause in r.known_causes:
-            c.print(f"[yellow]likely cause:[/] {cause}")
+            c.print(styled("[yellow]likely cause:[/] {}", cause))
         if r.plan:
-            c.print(f"\n[bold]Plan by {r.model} on {r.asked}:[/]")
+            c.print(styled("\n[bold]Plan by {} on {}:[/]", r.model, r.asked))
             c.print(r.plan, markup=False)
         if r.note:
-            c.print(f"\n[yellow]{r.note}[/]")
+            c.print(styled("\n[yellow]{}[/]", r.note))
 
     emit(run(lambda: remediate_op(error, target=target)), as_json, render)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from inferctl.cli.common import JsonOpt, console, emit, run
+from inferctl.cli.common import JsonOpt, console, emit, run, styled
 
 ModelArg = Annotated[str | None, typer.Argument(help="Catalog model (gemma-4-12b...), HF id, or a directory with "
                                                 "a config.json. Not needed with --profile.", show_default=False)]
@@ -213,7 +213,8 @@ def sim_serve(
     cfg = _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util,
                   max_num_seqs, max_num_batched_tokens, None, kv_cache_gib, speculative, None, False)
     params = _params(calibration)
-    console().print(f"[bold]sim serve[/] {cfg.model} on {cfg.count} x {cfg.accelerator} at http://{host}:{port}")
+    console().print(styled("[bold]sim serve[/] {} on {} x {} at http://{}:{}", cfg.model, cfg.count, cfg.accelerator,
+                           host, port))
     run(lambda: serve(cfg, params=params, host=host, port=port, speed=speed, served_model_name=served_name))
 
 

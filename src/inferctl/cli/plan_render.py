@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from inferctl.cli.common import console
+from inferctl.cli.common import console, styled
 
 
 def _kv() -> Table:
@@ -60,15 +60,16 @@ def plan(report: Any) -> None:
                       _n(x.tokens_per_user), _n(x.cost_per_million_output_tokens, ",.3f"))
         c.print(p)
         if report.price_per_device_hour is not None:
-            c.print(f"[dim]price: {report.price_per_device_hour:g} USD per device-hour ({report.price_source})[/]")
+            c.print(styled("[dim]price: {} USD per device-hour ({})[/]", f"{report.price_per_device_hour:g}",
+                           report.price_source))
     for note in report.notes:
-        c.print(f"[dim]note: {note}[/]")
+        c.print(styled("[dim]note: {}[/]", note))
 
 
 def simulated(summary: Any) -> None:
     c = console()
-    c.print(f"[bold]simulated[/] {summary.cells_complete} cells ({summary.cells_infeasible} infeasible) -> "
-            f"{summary.path}")
+    c.print(styled("[bold]simulated[/] {} cells ({} infeasible) -> {}", summary.cells_complete,
+                   summary.cells_infeasible, summary.path))
     t = Table()
     for col in ("cell", "req/s", "output tok/s", "p50 TTFT ms", "p50 TPOT ms", "KV peak", "preempted"):
         t.add_column(col, justify="right")
@@ -79,8 +80,8 @@ def simulated(summary: Any) -> None:
                   str(cell.server.get("preemptions", "")))
     c.print(t)
     if len(summary.cells) > 40:
-        c.print(f"[dim]... {len(summary.cells) - 40} more cells in {summary.path}/cells.csv[/]")
-    c.print(f"[dim]open it like a measured run: inferctl runs show {summary.run_id}[/]")
+        c.print(styled("[dim]... {} more cells in {}/cells.csv[/]", len(summary.cells) - 40, summary.path))
+    c.print(styled("[dim]open it like a measured run: inferctl runs show {}[/]", summary.run_id))
 
 
 def _err_style(pct: float | None) -> str:
@@ -92,7 +93,7 @@ def _err_style(pct: float | None) -> str:
 
 def calibration(report: Any) -> None:
     c = console()
-    c.print(f"[bold]calibrated[/] {report.accelerator} on {report.run_id} ({report.cells_used} cells)")
+    c.print(styled("[bold]calibrated[/] {} on {} ({} cells)", report.accelerator, report.run_id, report.cells_used))
     t = _kv()
     for k, v in report.params.model_dump().items():
         t.add_row(k, f"{v:.4g}")
@@ -110,4 +111,4 @@ def calibration(report: Any) -> None:
         h.add_row(cell.cell, *[Text(_n(cell.errors.get(k), "+.1f"), style=_err_style(cell.errors.get(k)))
                                for k in ("request_throughput", "output_throughput", "ttft_p50", "tpot_p50")])
     c.print(h)
-    c.print(f"[dim]parameters: {report.params_path}   heatmap: {report.heatmap_path}[/]")
+    c.print(styled("[dim]parameters: {}   heatmap: {}[/]", report.params_path, report.heatmap_path))

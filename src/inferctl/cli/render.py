@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from inferctl.cli.common import console
+from inferctl.cli.common import console, styled
 
 
 def _num(value: float | None, fmt: str = ",.0f", unit: str = "") -> str:
@@ -69,7 +69,7 @@ def status(report: Any) -> None:
         t.add_row("not exposed", ", ".join(report.not_exposed) + "  (not vLLM: no load, KV or version figures)")
     c.print(t)
     if report.problem:
-        c.print(f"[bold red]problem:[/] {report.problem}")
+        c.print(styled("[bold red]problem:[/] {}", report.problem))
 
 
 def health(report: Any) -> None:
@@ -87,7 +87,7 @@ def health(report: Any) -> None:
         t.add_row("reply", repr(report.reply[:80]))
     c.print(t)
     if report.problem:
-        c.print(f"[bold red]problem:[/] {report.problem}")
+        c.print(styled("[bold red]problem:[/] {}", report.problem))
 
 
 def models(report: Any) -> None:
@@ -207,7 +207,7 @@ def memory(report: Any) -> None:
                   f"{_num(cc.kv_cache_max_concurrency, ',.2f')}x max concurrency{agree}")
     c.print(t)
     if report.note:
-        c.print(f"[yellow]note:[/] {report.note}")
+        c.print(styled("[yellow]note:[/] {}", report.note))
 
 
 def query_stats(result: Any) -> None:

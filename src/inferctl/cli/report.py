@@ -7,14 +7,7 @@ from typing import Annotated
 
 import typer
 
-from inferctl.cli.common import JsonOpt, console, emit, run
-
-
-def _e(text: object) -> str:
-    """Dynamic text is not Rich markup (a note may say [prices.KEY])."""
-    from rich.markup import escape
-
-    return escape(str(text))
+from inferctl.cli.common import JsonOpt, console, emit, run, styled
 
 RunsDirOpt = Annotated[str | None, typer.Option("--runs-dir", help="Runs root (default: $INFERCTL_RUNS_DIR or the "
                                                 "data dir's runs/).")]
@@ -39,14 +32,14 @@ def report(ref: RunArg, out: OutOpt = None, slo: SloOpt = None, max_error_rate: 
 
     def render(r) -> None:
         c = console()
-        c.print(f"[bold]{r.run_id}[/] ({r.source})")
+        c.print(styled("[bold]{}[/] ({})", r.run_id, r.source))
         c.print(f"SLOs: {', '.join(r.findings.slos)} ({r.findings.slo_source})")
         for f in r.findings.findings:
-            c.print(f"• {_SEV[f.severity]}{_e(f.text)}")
+            c.print(styled("• " + _SEV[f.severity] + "{}", f.text))
         c.print(f"report.md    {r.markdown}")
         if r.charts:
             c.print(f"charts       {', '.join(Path(p).name for p in r.charts)} in {r.out_dir}")
-        c.print(f"[bold]report.html  {r.html}[/]")
+        c.print(styled("[bold]report.html  {}[/]", r.html))
 
     emit(result, as_json, render)
 
@@ -75,9 +68,10 @@ def compare(
 
         cmp, c = r.comparison, console()
         for ref in cmp.runs:
-            c.print(f"[bold]{ref.label}[/]  {ref.run_id}  {ref.source}  {ref.model or '—'}  {ref.hardware}")
+            c.print(styled("[bold]{}[/]  {}  {}  {}  {}", ref.label, ref.run_id, ref.source, ref.model or "—",
+                           ref.hardware))
         for k, vals in cmp.config_differences.items():
-            c.print(f"  differs: {_e(k)}: " + " | ".join(_e(v) for v in vals))
+            c.print(f"  differs: {k}: " + " | ".join(str(v) for v in vals))
         key = "output_throughput" if "output_throughput" in cmp.metrics else cmp.metrics[0]
         t = Table(title=f"{key} (Δ vs {cmp.baseline})", title_justify="left")
         for col in ["ctx", "load", *(x.label for x in cmp.runs), *(f"Δ {x.label}" for x in cmp.runs[1:]), "winner"]:
@@ -88,13 +82,13 @@ def compare(
                       cell.winners.get(key) or "tie")
         c.print(t)
         for s in cmp.summary:
-            c.print(f"• {_e(s)}")
+            c.print(f"• {s}")
         for v in cmp.verdicts:
             if v.metric in ("output_throughput", "ttft_p95"):
                 for s in v.statements[1:]:
-                    c.print(f"  {_e(s)}")
+                    c.print(f"  {s}")
         if r.html:
-            c.print(f"[bold]compare.html  {r.html}[/]")
+            c.print(styled("[bold]compare.html  {}[/]", r.html))
 
     emit(result, as_json, render)
 
@@ -148,12 +142,13 @@ def _write(out: Path | None, name: str, result, kind: str) -> None:
 
 def _render_cost(r) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     from inferctl.report.findings import num
 
     c, hw = console(), r.hardware
-    c.print(f"[bold]{r.label}[/] priced as [bold]{hw.key}[/]: ${hw.usd_per_hour:.4f}/hour ({hw.tier}"
-            f"{'' if hw.verified else ', not all components verified'})")
+    c.print(styled("[bold]{}[/] priced as [bold]{}[/]: ${}/hour ({}{})", r.label, hw.key, f"{hw.usd_per_hour:.4f}",
+                   hw.tier, "" if hw.verified else ", not all components verified"))
     c.print("  " + ", ".join(f"{k} ${v:.4f}/h" for k, v in hw.breakdown.items()))
     t = Table(title=f"per cell (SLOs: {', '.join(r.slos)})", title_justify="left")
     for col in ("cell", "req/s", "out tok/s", "$/1M req", "$/1M out tok", "$/1M total tok", "SLO"):
@@ -161,7 +156,7 @@ def _render_cost(r) -> None:
     for x in r.cells:
         t.add_row(x.cell, num(x.request_throughput), num(x.output_throughput), num(x.usd_per_million_requests),
                   num(x.usd_per_million_output_tokens), num(x.usd_per_million_total_tokens),
-                  "meets" if x.meets_slo else "[red]misses[/]")
+                  "meets" if x.meets_slo else Text("misses", style="red"))
     c.print(t)
     for cap in r.capacity:
         if cap.cell:
@@ -174,7 +169,7 @@ def _render_cost(r) -> None:
     c.print(f"monthly: always-on ${mo.always_on_usd:,.2f}; {mo.active_hours_per_day:g} h/day {mo.mode} "
             f"${mo.active_only_usd:,.2f} (saves ${mo.saving_usd:,.2f})")
     for n in r.notes:
-        c.print(f"[yellow]note:[/] {_e(n)}")
+        c.print(styled("[yellow]note:[/] {}", n))
 
 
 def _render_ranking(rk) -> None:
@@ -190,7 +185,7 @@ def _render_ranking(rk) -> None:
                   f"{e.monthly_always_on_usd:,.0f}", f"{e.monthly_active_only_usd:,.0f}")
     console().print(t)
     for s in rk.summary:
-        console().print(f"• {_e(s)}")
+        console().print(f"• {s}")
 
 
 def import_(
@@ -213,10 +208,10 @@ def import_(
 
     def render(r) -> None:
         c = console()
-        c.print(f"imported {r.cells} cells ({r.format}; contexts {r.contexts}, loads "
-                f"{', '.join(f'{x:g}' for x in r.loads)}) as [bold]{r.run_id}[/]")
+        c.print(styled("imported {} cells ({}; contexts {}, loads {}) as [bold]{}[/]", r.cells, r.format, r.contexts,
+                       ", ".join(f"{x:g}" for x in r.loads), r.run_id))
         for w in r.warnings:
-            c.print(f"[yellow]note:[/] {_e(w)}")
+            c.print(styled("[yellow]note:[/] {}", w))
         c.print(f"path: {r.path}")
 
     emit(result, as_json, render)

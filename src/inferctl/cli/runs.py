@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from inferctl.cli.common import JsonOpt, console, emit, run
+from inferctl.cli.common import JsonOpt, console, emit, run, styled
 
 app = typer.Typer(help="List, show and export benchmark runs.", no_args_is_help=True)
 
@@ -51,18 +51,19 @@ def show(ref: RunArg, runs_dir: RunsDirOpt = None, as_json: JsonOpt = False) -> 
     def render(d) -> None:
         m = d.meta
         out = console()
-        out.print(f"[bold]{m.run_id}[/]  {m.source}, {m.status}  target {m.target.get('name')} ({m.target.get('url')})")
+        out.print(styled("[bold]{}[/]  {}, {}  target {} ({})", m.run_id, m.source, m.status, m.target.get("name"),
+                         m.target.get("url")))
         out.print(f"model {m.model}  vLLM {m.vllm_version or '?'}  max_model_len {m.max_model_len}  "
                   f"inferctl {m.inferctl_version}")
         if m.workload.get("chat_template") is False:
-            out.print(f"[yellow]no chat template:[/] {m.workload.get('chat_template_error') or 'tokenize failed'}; "
-                      f"prefill of chat prompts was not calibrated (api {m.workload.get('api')})")
+            out.print(styled("[yellow]no chat template:[/] {}; prefill of chat prompts was not calibrated (api {})",
+                             m.workload.get("chat_template_error") or "tokenize failed", m.workload.get("api")))
         out.print(cells_table(d.cells))
         for c in d.cells:
             if c.client.client_bound:
-                out.print(f"[yellow]{c.id} client-bound:[/] {'; '.join(c.client.reasons)}")
+                out.print(styled("[yellow]{} client-bound:[/] {}", c.id, "; ".join(c.client.reasons)))
             if c.metrics.first_errors:
-                out.print(f"[red]{c.id} errors:[/] {' | '.join(c.metrics.first_errors)}")
+                out.print(styled("[red]{} errors:[/] {}", c.id, " | ".join(c.metrics.first_errors)))
         out.print(f"path: {d.path}")
 
     emit(detail, as_json, render)

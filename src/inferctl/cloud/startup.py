@@ -17,20 +17,28 @@ from inferctl.profiles.serve import serve_args
 
 CONTAINER = "vllm"
 
+# The value never passes through a bare `$(...)`: that would strip its trailing newlines, and anything
+# the helper printed to stdout would become part of it. Python appends a "." after the decoded bytes,
+# `${val%.}` removes exactly that, and `printf -v` stores the rest in the variable named by $1. Progress
+# messages go to stderr. (A NUL byte cannot be held in a bash variable or an environment variable.)
 _FETCH = r'''
-fetch_secret() {  # $1 = secret name; prints the latest version's value
-  local tok
+fetch_secret() {  # $1 = variable to set, $2 = secret name; sets $1 to the latest version's exact bytes
+  local tok val i
   for i in $(seq 1 90); do
-    tok=$(curl -sf -H 'Metadata-Flavor: Google' \
-      'http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token' \
-      | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])') && \
-    curl -sf -H "Authorization: Bearer ${tok}" \
-      "https://secretmanager.googleapis.com/v1/projects/${PROJECT}/secrets/$1/versions/latest:access" \
-      | python3 -c 'import base64,json,sys; d=json.load(sys.stdin); sys.stdout.write(base64.b64decode(
-d["payload"]["data"]).decode())' \
-      && return 0
-    echo "waiting for secret $1 ($i/90)"; sleep 20
+    if tok=$(curl -sf -H 'Metadata-Flavor: Google' \
+          'http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token' \
+          | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])') &&
+       val=$(curl -sf -H "Authorization: Bearer ${tok}" \
+          "https://secretmanager.googleapis.com/v1/projects/${PROJECT}/secrets/$2/versions/latest:access" \
+          | python3 -c 'import base64,json,sys; d=json.load(sys.stdin)
+sys.stdout.buffer.write(base64.b64decode(d["payload"]["data"]) + b".")'); then
+      printf -v "$1" '%s' "${val%.}"
+      return 0
+    fi
+    echo "waiting for secret $2 ($i/90)" >&2
+    sleep 20
   done
+  echo "could not read secret $2 after 90 tries; check that the VM's service account may access it" >&2
   return 1
 }
 '''
@@ -52,13 +60,13 @@ def startup_script(profile: Profile) -> str:
         "exec >>/var/log/inferctl-startup.log 2>&1",
         f"PROJECT={q(profile.project or '')}",
         _FETCH.strip(),
-        f"VLLM_API_KEY=$(fetch_secret {q(api_key_secret(profile))})",
+        f"fetch_secret VLLM_API_KEY {q(api_key_secret(profile))}",
         "export VLLM_API_KEY",
     ]
     docker = ["docker", "run", "-d", "--name", CONTAINER, "--restart", "unless-stopped", "--ipc=host",
               "-p", f"{profile.port}:{profile.port}", "-e", "VLLM_API_KEY"]
     if profile.model.hf_token_secret and profile.model.hf_repo:
-        lines += [f"HF_TOKEN=$(fetch_secret {q(profile.model.hf_token_secret)})", "export HF_TOKEN"]
+        lines += [f"fetch_secret HF_TOKEN {q(profile.model.hf_token_secret)}", "export HF_TOKEN"]
         docker += ["-e", "HF_TOKEN"]
     if profile.platform == "tpu":
         # TPU chips are device files; vLLM TPU needs host networking and the shm for its compile cache

@@ -49,6 +49,7 @@ from inferctl.local.state import (
     EngineState,
     clear_state,
     pid_alive,
+    process_start,
     read_state,
     write_state,
 )
@@ -171,6 +172,9 @@ def spawn(
         log_path=str(log_path),
         started_at=time.time(),
         argv=argv,
+        # Read now, while the child cannot have been reaped: it has exec'd the engine (Popen returns
+        # after the exec) and the start time does not change for the life of the process.
+        process_start=process_start(proc.pid),
     )
 
 
@@ -179,18 +183,47 @@ def _proc_cmdline(pid: int) -> list[str] | None:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return None
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+    # Arguments are NUL-terminated; an empty argument is a real one, so split, do not filter.
+    return [part.decode(errors="replace") for part in raw.removesuffix(b"\0").split(b"\0")]
+
+
+# vLLM renames some of its processes with setproctitle ("VLLM::APIServer_0"); a title like that on
+# the process we started (same start time) is still our engine.
+_VLLM_TITLE_PREFIX = "VLLM::"
+
+
+def _same_command(recorded: Sequence[str], current: Sequence[str]) -> bool:
+    if list(current) == list(recorded):
+        return True
+    if not "".join(current):
+        # Empty while the kernel is still setting up the exec (seen right after Popen returns) or once
+        # the process is a zombie. The start time already matched, and a pid with that start time is
+        # the very process we spawned, so there is nothing else it could be.
+        return True
+    title = " ".join(current).strip(" \0")
+    return title.startswith(_VLLM_TITLE_PREFIX) and "\n" not in title
 
 
 def is_running(state: EngineState) -> bool:
-    """True when the recorded process is alive and is still our engine (pids get reused)."""
-    if not pid_alive(state.pid):
+    """True when the recorded process is alive and is provably the engine we started.
+
+    A pid alone proves nothing: after the engine exits the kernel hands the number to any new
+    process, and `local down` signals its whole process group. So the process must have the
+    recorded start time (``process_start``: a reused pid never has it) and the recorded command
+    line. Any mismatch means our engine is gone.
+
+    A state file written before start times were recorded has ``process_start`` None. We cannot
+    tell that pid from a stranger's, and the cost of guessing wrong is killing someone else's
+    process group, while the cost of refusing is that the user stops an old engine by hand. So such
+    a record never counts as running (``stop`` clears it without signalling and says why).
+    Without /proc (not Linux) nothing can be verified either, and the same rule applies.
+    """
+    if state.process_start is None or not pid_alive(state.pid):
+        return False
+    if process_start(state.pid) != state.process_start:
         return False
     cmdline = _proc_cmdline(state.pid)
-    if cmdline is None:  # no /proc (macOS): trust the pid
-        return True
-    # vLLM renames its own process title (setproctitle), so compare loosely: any trace of vLLM.
-    return ENTRYPOINT in cmdline or any("vllm" in part.lower() for part in cmdline)
+    return cmdline is not None and _same_command(state.argv, cmdline)
 
 
 def health_ok(state: EngineState, timeout: float = 2.0) -> bool:
@@ -332,21 +365,26 @@ def start(
     return state
 
 
-def stop(timeout: float = DEFAULT_STOP_TIMEOUT) -> EngineState | None:
-    """Stop the recorded engine and clear its state; returns what was recorded (None if nothing).
+def stop(timeout: float = DEFAULT_STOP_TIMEOUT) -> tuple[EngineState | None, bool]:
+    """Stop the recorded engine and clear its state.
 
-    A corrupt state file is cleared (that is how a user recovers from one).
+    Returns what was recorded (None if nothing) and whether a process was signalled: False when the
+    recorded process is gone or cannot be proven to be ours (``is_running``), in which case nothing
+    is signalled and only the record is removed. A corrupt state file is cleared (that is how a user
+    recovers from one).
     """
     try:
         state = read_state()
     except LocalEngineError:
         clear_state()
-        return None
+        return None, False
     if state is None:
-        return None
-    terminate(state, timeout=timeout)
+        return None, False
+    ours = is_running(state)
+    if ours:
+        terminate(state, timeout=timeout)
     clear_state()
-    return state
+    return state, ours
 
 
 def status() -> tuple[EngineStatusName, EngineState | None]:

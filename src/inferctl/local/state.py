@@ -28,6 +28,11 @@ class EngineState(BaseModel):
     log_path: str
     started_at: float = Field(description="Unix time the process was spawned.")
     argv: list[str] = Field(default_factory=list, description="The exact engine command line.")
+    process_start: str | None = Field(
+        default=None,
+        description="Kernel start time of the process (boot id + start ticks, see process_start()); "
+        "None in state files written before it was recorded.",
+    )
 
     @property
     def url(self) -> str:
@@ -87,6 +92,24 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return True
     return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
+
+
+def process_start(pid: int) -> str | None:
+    """An identity for the process ``pid`` that a reused pid cannot have: ``<boot id>:<start ticks>``.
+
+    The start time is field 22 of ``/proc/PID/stat`` (clock ticks after boot, fixed for the life of
+    the process and never shared by two processes with the same pid); the boot id makes it unique
+    across reboots. Exact integers, so unlike psutil's ``create_time`` (derived from the wall-clock
+    boot time, which moves when the clock is adjusted) it compares with ``==``. None when there is no
+    /proc (not Linux) or no such process.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # the command in parentheses may contain spaces
+    return f"{boot}:{fields[19]}" if len(fields) > 19 else None
 
 
 def local_url() -> str:

@@ -18,6 +18,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
 from inferctl.errors import InferctlError
+from inferctl.redact import redact_text
 
 log = logging.getLogger("inferctl.mcp")
 
@@ -37,6 +38,7 @@ _SECRET_PATTERNS = [
 
 def scrub(text: str) -> str:
     """Replace anything that looks like a credential; error text is written for people, not secrets."""
+    text = redact_text(text)  # credentials inside URLs
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(lambda m: (m.group(1) if m.re.groups else "") + "[redacted]", text)
     return text

@@ -23,6 +23,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from inferctl.errors import ConfigError
+from inferctl.redact import redact_url
+
+# A URL target with credentials reaches the child in this environment variable; the job file (on disk,
+# and what get_benchmark_status shows) holds the URL without them.
+_URL_ENV = "INFERCTL_JOB_TARGET_URL"
 
 JobStatus = Literal["starting", "running", "complete", "failed", "interrupted"]
 TERMINAL = ("complete", "failed", "interrupted")
@@ -106,8 +111,9 @@ def refresh(job: BenchJob) -> BenchJob:
 
 def active_for(target: str | None) -> BenchJob | None:
     """A job still running against ``target`` (two sweeps on one server would spoil both)."""
+    shown = redact_url(target) if target else target
     for job in all_jobs():
-        if job.status not in TERMINAL and job.target == target:
+        if job.status not in TERMINAL and job.target == shown:
             return job
     return None
 
@@ -120,13 +126,18 @@ def start(target: str | None, grid: dict[str, Any] | None, resume: str | None, m
     path = _path(job_id)
     log_path = directory / f"{job_id}.log"
     now = time.time()
-    job = BenchJob(job_id=job_id, target=target, started_at=now, updated_at=now, log_path=str(log_path),
-                   request={"target": target, "model": model, "grid": grid, "resume": resume})
+    shown = redact_url(target) if target else target
+    job = BenchJob(job_id=job_id, target=shown, started_at=now, updated_at=now, log_path=str(log_path),
+                   request={"target": shown, "model": model, "grid": grid, "resume": resume})
     _write(path, job)
+    env = dict(os.environ)
+    env.pop(_URL_ENV, None)
+    if target and shown != target:
+        env[_URL_ENV] = target
     with log_path.open("ab") as log:
         subprocess.Popen(  # noqa: S603 - a fixed argument list; the grid is in the job file
             [sys.executable, "-m", "inferctl.mcp.jobs", str(path)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True, env=env,
         )
     return job
 
@@ -186,7 +197,7 @@ def run_job(path: Path) -> int:
     signal.signal(signal.SIGTERM, stop)
     req = job.request
     try:
-        name, model = req.get("target"), req.get("model")
+        name, model = os.environ.get(_URL_ENV) or req.get("target"), req.get("model")
         if name and name.startswith(("http://", "https://")):  # a URL target: no credentials, as in the server
             target = resolve_target(url=name, model=model)
         elif name or not req.get("resume"):

@@ -70,7 +70,7 @@ async def list_targets(ctx: Context) -> Annotated[CallToolResult, TargetList]:
         from inferctl.ops.profiles import list_profile_summaries
         from inferctl.ops.targets import list_targets as configured
 
-        rows = [TargetInfo(name=t.name, kind="local" if t.local else "configured", url=t.url,
+        rows = [TargetInfo(name=t.name, kind="local" if t.local else "configured", url=t.display_url,
                            detail=None if t.local else f"auth: {t.auth}") for t in configured()]
         rows += [TargetInfo(name=p.name, kind="profile", detail=f"{p.platform} {p.location or ''}, "
                             f"{p.accelerator}, {p.model}") for p in list_profile_summaries()]

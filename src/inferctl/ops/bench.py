@@ -20,6 +20,7 @@ from inferctl.bench.sweep import NullReporter, Reporter, Sweep, engine_facts, ru
 from inferctl.config import Target
 from inferctl.errors import ConfigError
 from inferctl.ops.targets import resolve_target
+from inferctl.redact import MASK, redact_argv
 from inferctl.server.client import VLLMClient
 
 
@@ -121,11 +122,11 @@ async def sweep(
         if meta is None:
             store = RunDir.create(base, new_run_id(target.name))
             meta = RunMeta(
-                run_id=store.path.name, target={"name": target.name, "url": target.url}, model=served.id,
+                run_id=store.path.name, target={"name": target.name, "url": target.display_url}, model=served.id,
                 model_root=served.root, max_model_len=served.max_model_len, vllm_version=await client.version(),
                 engine={"models": [served.model_dump(mode="json")], **(await engine_facts(client))},
                 grid=spec.model_dump(mode="json"), inferctl_version=__version__, host=_host(),
-                command=command or [], started_at=time.time(),
+                command=redact_argv(command or []), started_at=time.time(),
             )
         assert store is not None
         workload = await wl.prepare(client, served.id, api=spec.api, output_tokens=spec.output_tokens,
@@ -172,10 +173,13 @@ def _recorded_target(meta: RunMeta) -> Target:
     if t.get("name") not in (None, "url"):
         try:
             found = resolve_target(t["name"], model=meta.model)
-            if found.url == t.get("url") or found.local:
+            if found.display_url == t.get("url") or found.local:
                 return found
         except ConfigError:
             pass
+    if MASK in t["url"]:
+        raise ConfigError(f"Run {meta.run_id} was measured at a URL with credentials, which runs never store; "
+                          "resume it with --url and the full URL.")
     return resolve_target(url=t["url"], model=meta.model)
 
 
@@ -223,5 +227,5 @@ def export(ref: str, fmt: str = "seed-csv", root: str | Path | None = None) -> s
 
 
 def argv() -> list[str]:
-    """The command line, for meta.json (flags only hold names of secrets, never their values)."""
+    """The command line, for meta.json (``run`` stores it through ``redact_argv``)."""
     return [os.path.basename(sys.argv[0]), *sys.argv[1:]]

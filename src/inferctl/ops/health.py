@@ -34,7 +34,7 @@ async def check_health(
     target: Target, *, model: str | None = None, max_tokens: int = 16, client: VLLMClient | None = None
 ) -> HealthReport:
     """Probe /health, then a short real chat completion. Never raises for endpoint failures."""
-    report = HealthReport(target=target.name, url=target.url, healthy=False)
+    report = HealthReport(target=target.name, url=target.display_url, healthy=False)
     own = client is None
     client = client or VLLMClient(target)
     try:

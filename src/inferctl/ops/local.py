@@ -162,13 +162,27 @@ def up(
 
 
 def down(timeout: float = engine.DEFAULT_STOP_TIMEOUT) -> LocalDownResult:
-    """Stop the local engine (SIGTERM, then SIGKILL after ``timeout``) and forget it."""
-    state = engine.stop(timeout=timeout)
+    """Stop the local engine (SIGTERM, then SIGKILL after ``timeout``) and forget it.
+
+    Only a process that is provably the one inferctl started (same pid, start time and command) is
+    signalled; otherwise the record is stale and is removed without touching the process.
+    """
+    state, signalled = engine.stop(timeout=timeout)
     if state is None:
         return LocalDownResult(stopped=False, message="No local engine is recorded; nothing to stop.")
-    return LocalDownResult(
-        stopped=True, pid=state.pid, port=state.port, message=f"Stopped the local engine (pid {state.pid})."
-    )
+    if signalled:
+        return LocalDownResult(
+            stopped=True, pid=state.pid, port=state.port, message=f"Stopped the local engine (pid {state.pid})."
+        )
+    if state.process_start is None:
+        message = (
+            f"The engine record (pid {state.pid}) was written by an older inferctl without the process start "
+            f"time, so pid {state.pid} cannot be proven to be that engine and was not signalled; the record is "
+            f"cleared. If an engine still serves on port {state.port}, stop it by hand."
+        )
+    else:
+        message = f"The local engine (pid {state.pid}) is already gone; cleared its stale record."
+    return LocalDownResult(stopped=False, pid=state.pid, port=state.port, message=message)
 
 
 def _latest_log() -> Path | None:

@@ -25,8 +25,8 @@ class MetricsReport(BaseModel):
 async def get_metrics(target: Target) -> MetricsReport:
     async with VLLMClient(target) as client:
         snap = await snapshot(client)
-    save_latest(target.url, snap)
-    return MetricsReport(target=target.name, url=target.url, snapshot=snap)
+    save_latest(target.display_url, snap)
+    return MetricsReport(target=target.name, url=target.display_url, snapshot=snap)
 
 
 async def raw_metrics(target: Target) -> str:
@@ -42,5 +42,5 @@ async def watch_metrics(target: Target, interval: float) -> AsyncIterator[Metric
             deadline = prev.taken_at + interval
             await asyncio.sleep(max(0.0, deadline - time.time()))
             now = await snapshot(client)
-            yield MetricsReport(target=target.name, url=target.url, snapshot=now, rates=delta(prev, now))
+            yield MetricsReport(target=target.name, url=target.display_url, snapshot=now, rates=delta(prev, now))
             prev = now

@@ -45,5 +45,5 @@ async def list_models(target: Target) -> ModelsReport:
 
         state = read_state()
         engine_args = state.argv if state else None
-    return ModelsReport(target=target.name, url=target.url, version=version, models=models,
+    return ModelsReport(target=target.name, url=target.display_url, version=version, models=models,
                         cache_config=cache_config, speculative_decoding=spec, engine_args=engine_args)

@@ -75,7 +75,7 @@ def load_from(snap: MetricsSnapshot, rates: MetricsRates | None) -> ServerLoad:
 
 async def get_status(target: Target, *, interval: float = 1.0) -> StatusReport:
     """Probe an endpoint. Never raises for endpoint failures: they become ``problem``."""
-    report = StatusReport(target=target.name, url=target.url, reachable=False, healthy=False)
+    report = StatusReport(target=target.name, url=target.display_url, reachable=False, healthy=False)
     async with VLLMClient(target) as client:
         try:
             report.health_ms = round(await client.health() * 1000, 2)

@@ -59,7 +59,7 @@ class VLLMClient:
         max_connections: int = 100,
     ) -> None:
         self.target = target
-        self.url = target.url
+        self.url = target.display_url  # for messages; the client itself connects to target.url
         self.timeout = timeout
         self.stream_timeout = stream_timeout
         self._http = httpx.AsyncClient(

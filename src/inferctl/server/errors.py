@@ -13,9 +13,11 @@ from inferctl.errors import (
     RequestRejected,
     Unreachable,
 )
+from inferctl.redact import redact_url
 
 
 def unreachable(url: str, detail: str, *, local: bool = False) -> Unreachable:
+    url = redact_url(url)
     if local:
         return Unreachable(
             f"The local engine is not answering at {url}; start it with `inferctl local up`.", url=url
@@ -24,6 +26,7 @@ def unreachable(url: str, detail: str, *, local: bool = False) -> Unreachable:
 
 
 def timeout(url: str, seconds: float) -> EndpointTimeout:
+    url = redact_url(url)
     return EndpointTimeout(
         f"{url} did not answer within {seconds:g} s; the server may be overloaded or still starting.", url=url
     )
@@ -31,6 +34,7 @@ def timeout(url: str, seconds: float) -> EndpointTimeout:
 
 def http_error(url: str, status: int, message: str) -> EndpointError:
     """The exception for a non-2xx answer from an OpenAI-compatible endpoint."""
+    url = redact_url(url)
     message = message.strip().rstrip(".")
     if status in (401, 403):
         what = "401 Unauthorized" if status == 401 else "403 Forbidden"
@@ -55,6 +59,7 @@ def error_for_status(status: str, url: str, error: str, http_status: int | None 
     Takes the fields rather than the ``StreamResult`` so this module needs nothing from ``stream.py``
     (which imports it): no import cycle.
     """
+    url = redact_url(url)
     if status == "http_error":
         return http_error(url, http_status or 0, error)
     if status == "timeout":

@@ -95,7 +95,7 @@ def test_startup_script_reads_secrets_at_boot_and_quotes_args():
     plan = build_plan(profile("tpu-v6e-1-12b"))
     qr = next(r for r in plan.requests if r.method == "queuedResources.create").body
     script = qr["tpu"]["nodeSpec"][0]["node"]["metadata"]["startup-script"]
-    assert "fetch_secret hf-token" in script and "secretmanager.googleapis.com" in script
+    assert "fetch_secret HF_TOKEN hf-token" in script and "secretmanager.googleapis.com" in script
     assert "HF_TOKEN=hf_" not in script and "set +x" in script
     docker = script.strip().splitlines()[-1]
     argv = shlex.split(docker)
@@ -157,7 +157,7 @@ def test_tpu_wait_reports_the_state_progression(gcp):
     text = "\n".join(progress)
     for state in ("ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING", "ACTIVE"):
         assert state in text
-    assert status.url == "http://34.1.2.3:8000"
+    assert status.url == "http://198.51.100.7:8000"
 
 
 def test_tpu_zone_exhausted_is_a_clear_error(gcp):

@@ -79,7 +79,7 @@ def test_cloud_run_profile_resolves_to_url_and_id_token(gcp):
 def test_vm_profile_resolves_to_ip_and_api_key(gcp):
     deploy("gce-g2-48-31b", allowed_source_ranges=["203.0.113.0/24"])
     t = resolve_target("gce-g2-48-31b")
-    assert t.url == "http://34.9.8.7:8000" and t.auth == "bearer"
+    assert t.url == "http://198.51.100.9:8000" and t.auth == "bearer"
     key = gcp.state.secret_value("inferctl-gce-g2-48-31b-api-key")
     assert key and os.environ[t.token_env] == key.decode()
     assert key.decode() not in t.model_dump_json()
@@ -91,8 +91,8 @@ def test_undeployed_profile_is_a_clear_error(gcp):
 
 
 def test_config_targets_still_win_and_unknown_names_fail(isolated):
-    (isolated / "config.toml").write_text('[targets.cloudrun-l4-12b-qat]\nurl = "http://10.0.0.5:8000"\n')
-    assert resolve_target("cloudrun-l4-12b-qat").url == "http://10.0.0.5:8000"
+    (isolated / "config.toml").write_text('[targets.cloudrun-l4-12b-qat]\nurl = "http://192.0.2.5:8000"\n')
+    assert resolve_target("cloudrun-l4-12b-qat").url == "http://192.0.2.5:8000"
     with pytest.raises(ConfigError, match="Unknown target 'nope'"):
         resolve_target("nope")
 

@@ -5,6 +5,7 @@ Stand-in processes are real processes (python sleeping); only vLLM itself is abs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -19,7 +21,7 @@ from typer.testing import CliRunner
 from inferctl.cli.app import app
 from inferctl.errors import ConfigError, LocalEngineError
 from inferctl.local import engine
-from inferctl.local.state import EngineState, pid_alive, read_state, state_file, write_state
+from inferctl.local.state import EngineState, pid_alive, process_start, read_state, state_file, write_state
 from inferctl.ops import local as ops
 
 
@@ -29,9 +31,15 @@ def home(tmp_path, monkeypatch):
     return tmp_path / "home"
 
 
-def _state(pid: int, port: int = 18321, log_path: str = "/nonexistent.log") -> EngineState:
+def _state(proc: subprocess.Popen | int, port: int = 18321, log_path: str = "/nonexistent.log",
+           **fields) -> EngineState:
+    """A record of ``proc`` as `local up` writes it: its real start time and the command it was given."""
+    pid = proc if isinstance(proc, int) else proc.pid
+    fields.setdefault("process_start", process_start(pid))
+    if isinstance(proc, subprocess.Popen):
+        fields.setdefault("argv", list(proc.args))
     return EngineState(pid=pid, port=port, model_dir="/models/x", served_model_name="x",
-                       log_path=log_path, started_at=time.time() - 5, argv=["python", "-m", engine.ENTRYPOINT])
+                       log_path=log_path, started_at=time.time() - 5, **fields)
 
 
 def _spawn_fake_engine(script: str = "import time; time.sleep(120)") -> subprocess.Popen:
@@ -79,8 +87,93 @@ def test_dead_pid_is_reported_as_dead_stale_state():
 
 
 def test_a_reused_pid_that_is_not_vllm_is_dead():
-    write_state(_state(os.getpid()))  # alive, but it is pytest, not an engine
+    write_state(_state(os.getpid(), argv=["python", "-m", engine.ENTRYPOINT]))  # alive, but it is pytest
     assert ops.status().status == "dead"
+
+
+# --- never signal what we did not start -------------------------------------------------------------
+
+
+def _stranger() -> subprocess.Popen:
+    """Someone else's process that reused the engine's pid: leads its own session, "vllm" in its argv."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "vllm", engine.ENTRYPOINT],
+                            start_new_session=True)
+    deadline = time.monotonic() + 10
+    while engine._proc_cmdline(proc.pid) != proc.args and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the exec is visible in /proc
+    return proc
+
+
+def _assert_untouched_and_forgotten(proc: subprocess.Popen, result) -> None:
+    try:
+        assert result.stopped is False
+        time.sleep(0.3)  # a SIGTERM would have landed by now
+        assert proc.poll() is None, "down signalled a process it did not start"
+        assert read_state() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="start times come from /proc")
+def test_down_leaves_a_reused_pid_with_another_start_time_alive():
+    proc = _stranger()
+    real = process_start(proc.pid)
+    boot, ticks = real.rsplit(":", 1)
+    write_state(_state(proc.pid, process_start=f"{boot}:{int(ticks) - 1}", argv=list(proc.args)))
+    assert ops.status().status == "dead"
+    result = ops.down(timeout=2)
+    assert "already gone" in result.message
+    _assert_untouched_and_forgotten(proc, result)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="start times come from /proc")
+def test_down_leaves_a_process_with_another_command_alive():
+    proc = _stranger()
+    write_state(_state(proc.pid, argv=[sys.executable, "-m", engine.ENTRYPOINT, "--port", "18321"]))
+    assert ops.status().status == "dead"
+    _assert_untouched_and_forgotten(proc, ops.down(timeout=2))
+
+
+def test_down_never_signals_for_an_old_state_file_without_a_start_time():
+    proc = _stranger()
+    old = _state(proc.pid, argv=list(proc.args)).model_dump(exclude={"process_start"})
+    state_file().parent.mkdir(parents=True, exist_ok=True)
+    state_file().write_text(json.dumps(old))  # as inferctl wrote it before start times were recorded
+    assert read_state().process_start is None  # still readable
+    assert ops.status().status == "dead"
+    result = CliRunner().invoke(app, ["local", "down"])
+    assert result.exit_code == 0
+    said = " ".join(result.output.split())
+    assert "not signalled" in said and f"pid {proc.pid}" in said
+    _assert_untouched_and_forgotten(proc, ops.LocalDownResult(stopped=False, message=""))
+
+
+def test_spawn_records_the_start_time_and_exact_command_and_down_stops_it(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    # A stand-in `vllm` package first on PYTHONPATH: the real spawn path runs, the "engine" just sleeps.
+    fake = tmp_path / "site" / "vllm" / "entrypoints" / "openai"
+    fake.mkdir(parents=True)
+    for package in (fake, fake.parent, fake.parent.parent):  # regular packages: found before the real vllm
+        (package / "__init__.py").write_text("")
+    (fake / "api_server.py").write_text("import time\ntime.sleep(60)\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    state = engine.spawn(model, served_model_name="m", port=_free_port(), env=env)
+    try:
+        assert state.argv[:3] == [sys.executable, "-m", engine.ENTRYPOINT]
+        if os.path.exists("/proc/self/stat"):
+            boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+            assert state.process_start == process_start(state.pid)
+            assert state.process_start is not None and state.process_start.startswith(boot + ":")
+        assert engine.is_running(state)
+        write_state(state)
+        assert ops.down(timeout=5).stopped
+        assert not pid_alive(state.pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(state.pid, signal.SIGKILL)
 
 
 def test_an_unreaped_child_counts_as_dead():
@@ -147,7 +240,7 @@ def test_engine_that_dies_during_startup_raises_with_log_tail(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     with pytest.raises(LocalEngineError) as info:
-        engine.wait_ready(_state(proc.pid, log_path=str(log)), timeout=5)
+        engine.wait_ready(_state(proc, log_path=str(log)), timeout=5)
     message = str(info.value)
     assert "exited during startup" in message and "ValueError: unsupported model" in message
     assert "line 21" in message and "line 20" not in message  # the last 20 lines
@@ -160,7 +253,7 @@ def test_wait_ready_reports_progress_and_times_out_while_alive(tmp_path):
     seen: list[str] = []
     try:
         with pytest.raises(LocalEngineError, match="did not answer /health"):
-            engine.wait_ready(_state(proc.pid, port=_free_port(), log_path=str(log)), timeout=1,
+            engine.wait_ready(_state(proc, port=_free_port(), log_path=str(log)), timeout=1,
                               on_progress=seen.append, poll_interval=0.2)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -180,7 +273,7 @@ def test_terminate_stops_the_whole_process_group():
     )
     proc = _spawn_fake_engine(script)
     time.sleep(1.0)
-    state = _state(proc.pid)
+    state = _state(proc)
     assert engine.is_running(state)
     engine.terminate(state, timeout=10)
     assert not engine._group_alive(proc.pid, proc.pid)
@@ -192,14 +285,14 @@ def test_terminate_escalates_to_sigkill():
     proc = _spawn_fake_engine(script)
     time.sleep(1.0)
     t0 = time.monotonic()
-    engine.terminate(_state(proc.pid), timeout=1)
+    engine.terminate(_state(proc), timeout=1)
     assert 1 <= time.monotonic() - t0 < 10  # waited out the SIGTERM grace period, then killed
     assert not pid_alive(proc.pid)
 
 
 def test_down_stops_a_recorded_engine_and_clears_state():
     proc = _spawn_fake_engine()
-    write_state(_state(proc.pid))
+    write_state(_state(proc))
     assert ops.status().status == "starting"  # alive, but nothing answers /health
     result = ops.down(timeout=10)
     assert result.stopped and result.pid == proc.pid

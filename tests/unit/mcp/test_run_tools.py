@@ -137,3 +137,29 @@ async def test_benchmark_start_fails_fast_for_an_unknown_target():
         assert r.is_error and "Unknown target 'nope'" in text(r)
         r = await c.call_tool("start_benchmark", {"target": "local", "concurrencies": [0]})
         assert r.is_error and "validation error" in text(r)
+
+
+async def test_a_background_benchmark_at_a_url_with_credentials_stores_none(isolated):
+    from inferctl.bench.store import runs_dir
+    from inferctl.mcp import jobs
+
+    password = "Pa55w0rdInUrl"
+    with FakeVLLM(FakeConfig(model="fake-model", ttft_ms=2, itl_ms=1, instant=True)) as fake:
+        url = fake.url.replace("http://", f"http://bench-user:{password}@")
+        async with client(allow_write=True) as c:
+            started = await c.call_tool("start_benchmark", {"target": url, "model": "fake-model",
+                                                            "concurrencies": [1], "contexts": [16],
+                                                            "output_tokens": 4, "requests_per_cell": 2})
+            assert not started.is_error, text(started)
+            run_id = started.structured_content["run_id"]
+            with anyio.fail_after(120):
+                while True:
+                    status = await c.call_tool("get_benchmark_status", {"run_id": run_id, "wait_seconds": 5})
+                    if status.structured_content["status"] in ("complete", "failed", "interrupted"):
+                        break
+    assert status.structured_content["status"] == "complete", status.structured_content
+    assert password not in text(started) + text(status)
+    written = [*jobs.jobs_dir().iterdir(), *(runs_dir() / run_id).rglob("*")]
+    assert any(p.name == "meta.json" for p in written)
+    for path in (p for p in written if p.is_file()):
+        assert password.encode() not in path.read_bytes(), path.name
