@@ -30,6 +30,22 @@ from starlette.routing import Route
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
+DEEP = 10_000  # nesting depth of the "deep" malformed bodies: past Python's recursion limit
+# Fault kinds that replace the second token chunk with a data line of the wrong shape (then [DONE]).
+MALFORMED_CHUNKS: dict[str, bytes] = {
+    "choices_number": b'{"id":"x","object":"chat.completion.chunk","choices":[5]}',
+    "content_number": b'{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":5},'
+                      b'"finish_reason":null}]}',
+    "usage_list": b'{"id":"x","object":"chat.completion.chunk","choices":[],"usage":[1,2,3]}',
+    "deep": b'{"id":"x","choices":' + b"[" * DEEP + b"]" * DEEP + b"}",
+}
+# Raw /v1/models bodies a hostile or broken server might send (FakeConfig.models_body).
+MALFORMED_MODELS: dict[str, str] = {
+    "huge_max_model_len": '{"object":"list","data":[{"id":"m","object":"model","max_model_len":1e400}]}',
+    "deep": '{"object":"list","data":' + "[" * DEEP + "]" * DEEP + "}",
+    "id_number": '{"object":"list","data":[{"id":5,"object":"model"}]}',
+}
+
 
 @dataclass
 class FakeConfig:
@@ -50,12 +66,14 @@ class FakeConfig:
     # faults.get(n) or fault_cycle[(n - 1) % len(fault_cycle)]; "" is a normal answer. Kinds:
     # "429" / "500" / "503" (HTTP error, no stream), "reset" (connection dropped mid-stream),
     # "stall" (first token, then silence for stall_s), "malformed" (a non-JSON data line),
-    # "no_usage" (no usage chunk), "no_done" (body ends without [DONE]).
+    # "no_usage" (no usage chunk), "no_done" (body ends without [DONE]), and every MALFORMED_CHUNKS key
+    # (a well-formed JSON data line of the wrong shape).
     faults: dict[int, str] = field(default_factory=dict)
     fault_cycle: list[str] = field(default_factory=list)
     stall_s: float = 30.0
     instant: bool = False  # every chunk in one write, no sleeps (for throughput tests)
     chat_template: bool = True  # False: /tokenize with messages fails like vLLM for a model without one
+    models_body: str | None = None  # a raw JSON body for /v1/models (e.g. a MALFORMED_MODELS value)
 
 
 class _State:
@@ -100,6 +118,8 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
     async def models(request: Request) -> Response:
         if (r := unauthorized(request)) is not None:
             return r
+        if cfg.models_body is not None:
+            return Response(cfg.models_body, media_type="application/json")
         names = cfg.served or [cfg.model]
         data = [{"id": n, "object": "model", "created": 1763772000, "owned_by": "vllm", "root": f"/models/{n}",
                  "parent": None, "max_model_len": cfg.max_model_len, "permission": []} for n in names]
@@ -214,6 +234,10 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                         await asyncio.sleep(cfg.itl_ms / 1000)
                     if fault == "malformed" and i == 1:
                         yield b"data: {not json\n\n"
+                        return
+                    if fault in MALFORMED_CHUNKS and i == 1:
+                        yield b"data: " + MALFORMED_CHUNKS[fault] + b"\n\n"
+                        yield b"data: [DONE]\n\n"
                         return
                     if fault == "reset" and i == 1:
                         raise ConnectionResetError("injected reset mid-stream")

@@ -56,7 +56,7 @@ async def ask(
             result = await client.chat(
                 messages, model=served.id, max_tokens=max_tokens, extra=extra, on_delta=on_delta
             )
-    result.raise_for_status(target.url)
+    result.raise_for_status(target.url + ("/v1/completions" if completion_api else "/v1/chat/completions"))
 
     def ms(seconds: float | None) -> float | None:
         return round(seconds * 1000, 2) if seconds is not None else None

@@ -9,6 +9,7 @@ from inferctl.errors import (
     EndpointError,
     EndpointTimeout,
     EngineDead,
+    MalformedReply,
     ModelNotServed,
     RequestRejected,
     Unreachable,
@@ -52,6 +53,11 @@ def http_error(url: str, status: int, message: str) -> EndpointError:
     return RequestRejected(f"{url} rejected the request with HTTP {status}{detail}.", url=url, status=status)
 
 
+def malformed(url: str, what: str) -> MalformedReply:
+    """A 2xx reply of the wrong shape from ``url`` (the endpoint's full URL); ``what`` says what was wrong."""
+    return MalformedReply(f"{url} sent a malformed reply: {what.rstrip('.')}.", url=url)
+
+
 def error_for_status(result: StreamResult, url: str) -> EndpointError:
     if result.status == "http_error":
         return http_error(url, result.http_status or 0, result.error)
@@ -59,4 +65,4 @@ def error_for_status(result: StreamResult, url: str) -> EndpointError:
         return EndpointTimeout(f"{url} stopped answering mid-request ({result.error}).", url=url)
     if result.status == "connection_error":
         return unreachable(url, result.error)
-    return EndpointError(f"The stream from {url} broke: {result.error}.", url=url)
+    return EndpointError(f"The stream from {url} broke: {result.error.rstrip('.')}.", url=url)

@@ -241,15 +241,29 @@ def _key(name: str, labels: Labels, drop: Iterable[str] = ()) -> str:
 def _to_int(raw: str | None) -> int | None:
     try:
         return int(float(raw)) if raw not in (None, "", "None") else None
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, or inf / nan
         return None
 
 
 def _to_float(raw: str | None) -> float | None:
     try:
-        return float(raw) if raw not in (None, "", "None") else None
+        value = float(raw) if raw not in (None, "", "None") else None
     except ValueError:
         return None
+    return value if value is None or math.isfinite(value) else None
+
+
+def _bucket_bound(name: str, raw: str) -> float:
+    """A histogram bucket's ``le`` label as a number (``+Inf`` included); anything else is a parse error."""
+    try:
+        le = float(raw)
+    except ValueError:
+        le = math.nan
+    if math.isnan(le):
+        raise MetricsParseError(
+            f"The /metrics response has a {name} bucket with le={raw[:40]!r}, which is not a number."
+        )
+    return le
 
 
 def _to_bool(raw: str | None) -> bool | None:
@@ -281,6 +295,12 @@ def _spec_decode(sums: dict[str, float], by_pos: dict[str, float]) -> SpecDecode
     drafts = sums.get(_SPEC["drafts"], 0.0)
     draft_tokens = sums.get(_SPEC["draft_tokens"], 0.0)
     accepted = sums.get(_SPEC["accepted_tokens"], 0.0)
+    bad = [p for p in by_pos if not (p.isascii() and p.isdigit())]
+    if bad:
+        raise MetricsParseError(
+            f"The /metrics response has a {_SPEC['per_position']} series with position={bad[0][:40]!r}, "
+            "which is not a position number."
+        )
     per_pos = [by_pos[p] for p in sorted(by_pos, key=int)]
     return SpecDecodeStats(
         drafts=drafts,
@@ -337,7 +357,7 @@ def parse_metrics(
             continue
         key = _key(base, labels, drop=("le",))
         if suffix == "_bucket":
-            hist_parts[key]["buckets"].append((float(labels["le"]), value))
+            hist_parts[key]["buckets"].append((_bucket_bound(base, labels["le"]), value))
         else:
             hist_parts[key][suffix[1:]].append(value)
     histograms = {
