@@ -58,8 +58,7 @@ def up(
         typer.Option("--model", help="Local model directory (default: the tiny Gemma 4 model, built once).",
                      show_default=False),
     ] = None,
-    port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1 (default 8321).", show_default=False,
-                                             min=1, max=65535)] = None,
+    port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1 (default 8321).", show_default=False)] = None,
     served_model_name: Annotated[
         str | None,
         typer.Option(help="Name clients use as `model` (default: tiny-gemma4, or the directory name).",
