@@ -140,30 +140,29 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.exists():
         return
     with path.open("rb") as f:
-        data = f.read()
-    lines = data.split(b"\n")
-    last = len(lines)  # the piece after the final newline ("" for a file that ends cleanly)
-    for n, raw in enumerate(lines, start=1):
-        text = raw.strip()
-        if not text:
-            continue
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
-            if n == last:
-                continue  # torn by a kill: the only line a crash can leave half-written
-            raise RunDamaged(path.parent, path.name, n, f"is not JSON ({_describe(raw.decode('utf-8', 'replace'))})"
-                             ) from None
-        if not isinstance(value, dict):
-            raise RunDamaged(path.parent, path.name, n, f"is not a JSON object ({_describe(value)})")
-        yield n, value
+        for n, raw in enumerate(f, start=1):
+            text = raw.strip()
+            if not text:
+                continue
+            try:
+                value = json.loads(text)
+            except (ValueError, RecursionError):
+                if not raw.endswith(b"\n"):
+                    continue  # torn by a kill: only the last line can lack its newline
+                shown = _describe(text.decode("utf-8", "replace"))
+                raise RunDamaged(path.parent, path.name, n, f"is not JSON ({shown})") from None
+            if not isinstance(value, dict):
+                raise RunDamaged(path.parent, path.name, n, f"is not a JSON object ({_describe(value)})")
+            yield n, value
 
 
 def torn_tail(path: Path) -> bool:
     """True when the file ends with a partial line that is not JSON (left by a kill mid-write)."""
     if not path.exists() or not path.stat().st_size:
         return False
-    data = path.read_bytes()
+    with path.open("rb") as f:
+        f.seek(max(0, path.stat().st_size - (1 << 20)))  # a record is far shorter than 1 MiB
+        data = f.read()
     if data.endswith(b"\n"):
         return False
     tail = data.rsplit(b"\n", 1)[-1].strip()
@@ -328,12 +327,14 @@ class RunDir:
         for name in ("cells.jsonl", "requests.jsonl", "server_metrics.jsonl"):
             path = self.path / name
             if torn_tail(path):
-                data = path.read_bytes()
-                keep = data[: data.rfind(b"\n") + 1]
+                size = path.stat().st_size
                 with path.open("r+b") as f:
-                    f.truncate(len(keep))
+                    f.seek(max(0, size - (1 << 20)))
+                    tail = f.read()
+                    keep = size - len(tail) + tail.rfind(b"\n") + 1
+                    f.truncate(keep)
                 notes.append(f"{name} ended with a partial line (the sweep was stopped mid-write); "
-                             f"dropped it ({len(data) - len(keep)} bytes) and resuming.")
+                             f"dropped it ({size - keep} bytes) and resuming.")
         self.cells()
         self.attempts()
         return notes

@@ -307,8 +307,12 @@ async def stream(
 def _stream_error(err: Any) -> str:
     """The text of an ``error`` event (an object with a message, or anything else), kept short."""
     message = err.get("message", err) if isinstance(err, dict) else err
-    text = message if isinstance(message, str) else shape.describe(message)
-    return text[:500]
+    if isinstance(message, str):
+        return message[:500]
+    try:
+        return str(message)[:500]
+    except RecursionError:  # nested just shallow enough to decode, too deep to print
+        return f"an error event with {shape.describe(message)} nested too deeply to show"
 
 
 def _absorb(result: StreamResult, chunk: dict[str, Any], now: float, keep_text: bool = True) -> str:
@@ -348,7 +352,7 @@ def _error_message(body: str) -> str:
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, dict) and "message" in err:
-            return str(err["message"])[:500]
+            return _stream_error(err)
         if isinstance(data.get("detail"), str):
             return data["detail"][:500]
     return " ".join(body.split())[:300]
