@@ -38,6 +38,7 @@ import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -70,6 +71,17 @@ class Target(BaseModel):
         value = value.strip().rstrip("/")
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"target URL must start with http:// or https:// (got {value!r})")
+        # A URL that cannot be split (an unclosed IPv6 bracket) or a port outside 1-65535 is refused
+        # here, before any client sees it. The URL itself is not repeated: it may carry credentials.
+        try:
+            parts = urlsplit(value)
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"target URL is not valid ({exc}); use http(s)://HOST[:PORT] with PORT 1-65535") from None
+        if not parts.hostname:
+            raise ValueError("target URL has no host; use http(s)://HOST[:PORT]")
+        if port == 0:
+            raise ValueError("target URL has port 0; use a port from 1 to 65535")
         if value.endswith("/v1"):
             value = value[: -len("/v1")]
         return value
@@ -203,7 +215,8 @@ def resolve_target(
                                   "(`inferctl profiles list`).")
             target = found
     except ValidationError as exc:
-        raise ConfigError(f"Invalid target: {exc.errors()[0]['msg']}.") from None
+        msg = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"Invalid target: {msg}.") from None
     if model:
         target = target.model_copy(update={"model": model})
     if token_env:

@@ -14,7 +14,8 @@ the MCP face turns it into a ``ToolError``. Anything else is a bug.
     │   ├── AuthFailed         401 / 403
     │   ├── EngineDead         /health answered 503
     │   ├── ModelNotServed     the model asked for is not in /v1/models
-    │   └── RequestRejected    the server refused a request (4xx/5xx with its message)
+    │   ├── RequestRejected    the server refused a request (4xx/5xx with its message)
+    │   └── MalformedReply     the server answered 2xx with a body of the wrong shape
     ├── MetricsParseError      /metrics text that is not Prometheus exposition format
     └── LocalEngineError       the managed local vLLM could not start / is not running
 """
@@ -67,6 +68,10 @@ class ModelNotServed(EndpointError):
 
 class RequestRejected(EndpointError):
     pass
+
+
+class MalformedReply(EndpointError):
+    """A 2xx answer whose body is not the shape the endpoint documents (wrong types, absurd nesting)."""
 
 
 class MetricsParseError(InferctlError):

@@ -31,6 +31,22 @@ from starlette.routing import Route
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
+DEEP = 10_000  # nesting depth of the "deep" malformed bodies: past Python's recursion limit
+# Fault kinds that replace the second token chunk with a data line of the wrong shape (then [DONE]).
+MALFORMED_CHUNKS: dict[str, bytes] = {
+    "choices_number": b'{"id":"x","object":"chat.completion.chunk","choices":[5]}',
+    "content_number": b'{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":5},'
+                      b'"finish_reason":null}]}',
+    "usage_list": b'{"id":"x","object":"chat.completion.chunk","choices":[],"usage":[1,2,3]}',
+    "deep": b'{"id":"x","choices":' + b"[" * DEEP + b"]" * DEEP + b"}",
+}
+# Raw /v1/models bodies a hostile or broken server might send (FakeConfig.models_body).
+MALFORMED_MODELS: dict[str, str] = {
+    "huge_max_model_len": '{"object":"list","data":[{"id":"m","object":"model","max_model_len":1e400}]}',
+    "deep": '{"object":"list","data":' + "[" * DEEP + "]" * DEEP + "}",
+    "id_number": '{"object":"list","data":[{"id":5,"object":"model"}]}',
+}
+
 
 @dataclass
 class FakeConfig:
@@ -54,6 +70,7 @@ class FakeConfig:
     # "no_usage" (no usage chunk), "no_done" (the body ends cleanly after the first token: no finish reason, no
     # [DONE] - cut off), "finish_no_done" (finish reason and usage, then the body ends without [DONE], as
     # `transformers serve` does - complete).
+    # Every MALFORMED_CHUNKS key is also a fault kind (a well-formed JSON data line of the wrong shape).
     faults: dict[int, str] = field(default_factory=dict)
     fault_cycle: list[str] = field(default_factory=list)
     stall_s: float = 30.0
@@ -78,6 +95,7 @@ class FakeConfig:
     openai_only: bool = False
     models_status: int = 200  # 500: /v1/models fails (transformers serve without a hub cache does)
     histogram_shift_ms: float = 0.0
+    models_body: str | None = None  # a raw JSON body for /v1/models (e.g. a MALFORMED_MODELS value)
 
 
 class _State:
@@ -127,6 +145,8 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
             return r
         if cfg.models_status != 200:
             return PlainTextResponse("Internal Server Error", status_code=cfg.models_status)
+        if cfg.models_body is not None:
+            return Response(cfg.models_body, media_type="application/json")
         names = cfg.served or [cfg.model]
         data = [{"id": n, "object": "model", "created": 1763772000, "owned_by": "vllm", "root": f"/models/{n}",
                  "parent": None, "max_model_len": cfg.max_model_len, "permission": []} for n in names]
@@ -269,6 +289,10 @@ def build_app(cfg: FakeConfig) -> tuple[Starlette, _State]:
                         await asyncio.sleep(cfg.itl_ms / 1000)
                     if fault == "malformed" and i == 1:
                         yield b"data: {not json\n\n"
+                        return
+                    if fault in MALFORMED_CHUNKS and i == 1:
+                        yield b"data: " + MALFORMED_CHUNKS[fault] + b"\n\n"
+                        yield b"data: [DONE]\n\n"
                         return
                     if fault == "reset" and i == 1:
                         raise ConnectionResetError("injected reset mid-stream")

@@ -15,6 +15,9 @@ from inferctl.bench.stats import Slo
 from inferctl.errors import ConfigError
 
 POWERS_OF_TWO_TO_2048 = [2**i for i in range(12)]
+MAX_LIST_VALUES = 1024  # a grid axis longer than this is a typo (or an attack), not a benchmark
+MAX_INT_VALUE = 10_000_000  # no concurrency or context length is larger; a bigger one is a typo
+MAX_RATE = 1_000_000.0  # requests/s
 SEED_CONTEXTS = [2**i for i in range(2, 15)]  # 4 ... 16384, the seed's 13 context sizes
 
 
@@ -87,6 +90,18 @@ class SweepSpec(BaseModel):
             raise ConfigError("--error-threshold is a fraction between 0 and 1.")
         if self.workers != "auto" and self.workers < 1:
             raise ConfigError("--workers must be at least 1.")
+        if self.requests is not None and self.requests < 1:
+            raise ConfigError(f"--requests must be at least 1 (got {self.requests}).")
+        if self.warmup is not None and self.warmup < 0:
+            raise ConfigError(f"--warmup must be 0 or more (got {self.warmup}).")
+        if self.duration is not None and not self.duration >= 0:
+            raise ConfigError(f"--duration must be 0 or more seconds (got {self.duration:g}).")
+        if not self.timeout > 0:
+            raise ConfigError(f"--timeout must be more than 0 seconds (got {self.timeout:g}).")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ConfigError(f"--max-concurrency must be at least 1 (got {self.max_concurrency}).")
+        if self.shared_prefix < 0:
+            raise ConfigError(f"--shared-prefix must be 0 or more tokens (got {self.shared_prefix}).")
         return self
 
 
@@ -109,26 +124,60 @@ def preset(name: str) -> dict:
 
 
 def parse_int_list(text: str, flag: str) -> list[int]:
-    """'1,2,4' -> [1, 2, 4]; '1..64' -> powers of two from 1 to 64."""
+    """'1,2,4' -> [1, 2, 4]; '1..64' -> powers of two from 1 to 64. Every value is 1..``MAX_INT_VALUE``.
+
+    Raises ConfigError (one sentence with the allowed range) for a value out of range, a range that
+    runs backwards, or more than ``MAX_LIST_VALUES`` values.
+    """
     text = text.strip()
+    usage = "use a comma list like 1,2,4 or a doubling range like 1..64"
     try:
         if ".." in text:
             lo, hi = (int(x) for x in text.split("..", 1))
-            out, v = [], lo
-            while v <= hi:
-                out.append(v)
-                v *= 2
-            return out
-        return [int(x) for x in text.split(",") if x.strip()]
+            if lo < 1:
+                raise ConfigError(f"Bad {flag} {text!r}: a doubling range starts at 1 or more (got {lo}).")
+            _check_max(flag, text, hi)
+            if hi < lo:
+                raise ConfigError(f"Bad {flag} {text!r}: the range ends below its start; {usage}.")
+            count = (hi // lo).bit_length()  # lo, 2lo, 4lo ... <= hi, counted without building it
+            _check_count(flag, text, count)
+            return [lo << i for i in range(count)]
+        values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ConfigError(f"Bad {flag} {text!r}; use a comma list like 1,2,4 or a doubling range like 1..64.") from None
+        raise ConfigError(f"Bad {flag} {text!r}; {usage}.") from None
+    _check_count(flag, text, len(values))
+    if low := [v for v in values if v < 1]:
+        raise ConfigError(f"Bad {flag} {text!r}: values must be at least 1 (got {low[0]}).")
+    _check_max(flag, text, max(values, default=0))
+    return values
 
 
 def parse_float_list(text: str, flag: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"Bad {flag} {text!r}; use a comma list like 0.5,1,2.") from None
+    _check_count(flag, text, len(values))
+    if bad := [v for v in values if not (0 < v <= MAX_RATE)]:
+        raise ConfigError(f"Bad {flag} {text!r}: values must be more than 0 and at most {MAX_RATE:,.0f} "
+                          f"(got {bad[0]:g}).")
+    return values
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _check_max(flag: str, text: str, value: int) -> None:
+    if value > MAX_INT_VALUE:
+        shown = str(value) if value < 10**15 else f"a {len(str(value))}-digit number"
+        raise ConfigError(f"Bad {flag} {_shown(text)}: values must be at most {MAX_INT_VALUE:,} (got {shown}).")
+
+
+def _check_count(flag: str, text: str, count: int) -> None:
+    if count > MAX_LIST_VALUES:
+        raise ConfigError(f"Bad {flag} {_shown(text)}: {count} values is more than the {MAX_LIST_VALUES} a grid "
+                          "axis may have; use fewer values.")
 
 
 _preset = preset  # spec_from_flags's ``preset`` argument shadows the function

@@ -11,9 +11,14 @@ See docs/run-format.md for the contract. In short::
       server_metrics.jsonl /metrics snapshots before and after every cell
 
 Crash safety: appends are flushed per line (a killed process loses only requests in flight; the
-OS keeps what was written). A torn last line is skipped on read and fenced off on resume. A cell
-counts only once its line is in cells.jsonl; its requests are the records with that cell's final
-``attempt``, so records of an interrupted attempt are kept for audit but never counted.
+OS keeps what was written). A torn last line (no newline, not JSON: the process died mid-write) is
+skipped on read and cut off on resume. A cell counts only once its line is in cells.jsonl; its
+requests are the records with that cell's final ``attempt``, so records of an interrupted attempt are
+kept for audit but never counted.
+
+Damage is not crash damage: an unreadable line anywhere else (or a cells.json that is not JSON) is a
+``RunDamaged`` error naming the file and the line, never a traceback; ``runs list`` marks such a run
+and lists the others, and ``--resume`` refuses it.
 """
 
 from __future__ import annotations
@@ -41,6 +46,19 @@ FORMAT_VERSION = 1
 Source = Literal["measured", "imported", "simulated"]
 # failed: requests were sent and none succeeded (the reason says why).
 CellStatus = Literal["complete", "failed", "infeasible", "skipped", "aborted"]
+
+
+class RunDamaged(ConfigError):
+    """A file of a run directory has a line that cannot be read (not a torn last line)."""
+
+    def __init__(self, run: Path, file: str, line: int | None, problem: str) -> None:
+        self.run, self.file, self.line, self.problem = run, file, line, problem
+        super().__init__(f"Run {run.name} is damaged: {self.where}.")
+
+    @property
+    def where(self) -> str:
+        """'requests.jsonl line 7 is not a JSON object (a number (5))'."""
+        return f"{self.file} line {self.line} {self.problem}" if self.line else f"{self.file} {self.problem}"
 
 
 class CellResult(BaseModel):
@@ -130,19 +148,53 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Lines of a JSONL file; a torn (unparseable) line is skipped, never fatal."""
+def _describe(value: Any) -> str:
+    if isinstance(value, bool | int | float | str):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+    return f"a {type(value).__name__}"
+
+
+def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every line of a JSONL file.
+
+    A torn last line (no newline at the end and not JSON: the writer died mid-line) is skipped; any
+    other line that is not a JSON object raises ``RunDamaged`` naming the file and the line.
+    """
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, start=1):
+            text = raw.strip()
+            if not text:
                 continue
             try:
-                yield json.loads(line)
-            except ValueError:
-                continue
+                value = json.loads(text)
+            except (ValueError, RecursionError):
+                if not raw.endswith(b"\n"):
+                    continue  # torn by a kill: only the last line can lack its newline
+                shown = _describe(text.decode("utf-8", "replace"))
+                raise RunDamaged(path.parent, path.name, n, f"is not JSON ({shown})") from None
+            if not isinstance(value, dict):
+                raise RunDamaged(path.parent, path.name, n, f"is not a JSON object ({_describe(value)})")
+            yield n, value
+
+
+def torn_tail(path: Path) -> bool:
+    """True when the file ends with a partial line that is not JSON (left by a kill mid-write)."""
+    if not path.exists() or not path.stat().st_size:
+        return False
+    with path.open("rb") as f:
+        f.seek(max(0, path.stat().st_size - (1 << 20)))  # a record is far shorter than 1 MiB
+        data = f.read()
+    if data.endswith(b"\n"):
+        return False
+    tail = data.rsplit(b"\n", 1)[-1].strip()
+    try:
+        json.loads(tail)
+    except (ValueError, RecursionError):
+        return True
+    return False
 
 
 class RunDir:
@@ -192,9 +244,15 @@ class RunDir:
 
     def read_meta(self) -> RunMeta:
         try:
-            return RunMeta.model_validate_json((self.path / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"{self.path}/meta.json is missing or invalid: {exc}.") from None
+            raw = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RunDamaged(self.path, "meta.json", exc.lineno, f"is not valid JSON ({exc.msg})") from None
+        except (OSError, UnicodeDecodeError, RecursionError) as exc:
+            raise ConfigError(f"{self.path}/meta.json is missing or unreadable ({type(exc).__name__}).") from None
+        try:
+            return RunMeta.model_validate(raw)
+        except ValueError as exc:
+            raise RunDamaged(self.path, "meta.json", None, f"is not run metadata ({_first_error(exc)})") from None
 
     # -- appends --------------------------------------------------------------------------
 
@@ -240,32 +298,75 @@ class RunDir:
     # -- reads ----------------------------------------------------------------------------
 
     def cells(self) -> list[CellResult]:
-        """The latest result of every cell, in first-seen order."""
+        """The latest result of every cell, in first-seen order; ``RunDamaged`` names an unreadable line."""
         latest: dict[str, CellResult] = {}
-        for d in _iter_jsonl(self.path / "cells.jsonl"):
+        for n, d in _iter_jsonl(self.path / "cells.jsonl"):
             try:
                 r = CellResult.model_validate(d)
-            except ValueError:
-                continue
+            except ValueError as exc:
+                raise RunDamaged(self.path, "cells.jsonl", n, f"is not a cell result ({_first_error(exc)})") from None
             latest[r.id] = r
         if not latest and (self.path / "cells.json").exists():  # imported/simulated runs may only have this
-            data = json.loads((self.path / "cells.json").read_text(encoding="utf-8"))
-            return [CellResult.model_validate(c) for c in data]
+            return self._cells_json()
         return list(latest.values())
+
+    def _cells_json(self) -> list[CellResult]:
+        path = self.path / "cells.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RunDamaged(self.path, "cells.json", exc.lineno, f"is not valid JSON ({exc.msg})") from None
+        except (OSError, UnicodeDecodeError, RecursionError) as exc:
+            raise RunDamaged(self.path, "cells.json", None, f"cannot be read ({type(exc).__name__})") from None
+        if not isinstance(data, list):
+            raise RunDamaged(self.path, "cells.json", None, f"is not a list of cells ({_describe(data)})")
+        out = []
+        for i, c in enumerate(data):
+            try:
+                out.append(CellResult.model_validate(c))
+            except ValueError as exc:
+                raise RunDamaged(self.path, "cells.json", None,
+                                 f"has an entry #{i + 1} that is not a cell result ({_first_error(exc)})") from None
+        return out
 
     def attempts(self) -> dict[str, int]:
         """Highest attempt number seen in requests.jsonl per cell (to number a resumed attempt)."""
         out: dict[str, int] = {}
-        for d in _iter_jsonl(self.path / "requests.jsonl"):
+        for n, d in _iter_jsonl(self.path / "requests.jsonl"):
             c, a = d.get("cell"), d.get("attempt", 0)
-            if c is not None and a >= out.get(c, -1):
+            if not isinstance(c, str) or isinstance(a, bool) or not isinstance(a, int):
+                raise RunDamaged(self.path, "requests.jsonl", n, "is not a request record (its cell or attempt is "
+                                 "missing or of the wrong type)")
+            if a >= out.get(c, -1):
                 out[c] = a
         return out
+
+    def prepare_resume(self) -> list[str]:
+        """Check that the run can be continued; cut off torn last lines. Returns what was done, as notes.
+
+        A partial last line (the process died mid-write) is expected crash damage: it is dropped and the
+        sweep goes on. An unreadable line anywhere else raises ``RunDamaged``.
+        """
+        notes = []
+        for name in ("cells.jsonl", "requests.jsonl", "server_metrics.jsonl"):
+            path = self.path / name
+            if torn_tail(path):
+                size = path.stat().st_size
+                with path.open("r+b") as f:
+                    f.seek(max(0, size - (1 << 20)))
+                    tail = f.read()
+                    keep = size - len(tail) + tail.rfind(b"\n") + 1
+                    f.truncate(keep)
+                notes.append(f"{name} ended with a partial line (the sweep was stopped mid-write); "
+                             f"dropped it ({size - keep} bytes) and resuming.")
+        self.cells()
+        self.attempts()
+        return notes
 
     def requests(self, *, counted_only: bool = True) -> Iterator[RequestRecord]:
         """Request records; by default only those of each cell's final, finished attempt."""
         final = {c.id: c.attempt for c in self.cells()} if counted_only else None
-        for d in _iter_jsonl(self.path / "requests.jsonl"):
+        for _, d in _iter_jsonl(self.path / "requests.jsonl"):
             if final is not None and final.get(d.get("cell")) != d.get("attempt", 0):
                 continue
             try:
@@ -277,6 +378,15 @@ class RunDir:
         _atomic_write(self.path / "cells.json",
                       json.dumps([c.model_dump(mode="json") for c in cells], indent=1) + "\n")
         _atomic_write(self.path / "cells.csv", cells_csv(cells))
+
+
+def _first_error(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the entry"
+        return f"{where}: {first['msg']}"
+    return str(exc).splitlines()[0][:120]
 
 
 CSV_COLUMNS = [

@@ -14,25 +14,26 @@ app = typer.Typer(help="Benchmark a server: a sweep over concurrency × context,
 
 RunsDirOpt = Annotated[str | None, typer.Option("--runs-dir", help="Where run directories go "
                                                 "(default: $INFERCTL_RUNS_DIR or the data dir's runs/).")]
-RequestsOpt = Annotated[int | None, typer.Option("--requests", "-n", help="Minimum measured requests per cell "
-                                                 "(default 4 × concurrency, at least 20).")]
-DurationOpt = Annotated[float | None, typer.Option("--duration", help="Minimum seconds per cell (with "
+RequestsOpt = Annotated[int | None, typer.Option("--requests", "-n", min=1, help="Minimum measured "
+                                                 "requests per cell (default 4 × concurrency, at least 20).")]
+DurationOpt = Annotated[float | None, typer.Option("--duration", min=0, help="Minimum seconds per cell (with "
                                                    "--requests: both minimums).")]
-WarmupOpt = Annotated[int | None, typer.Option("--warmup", help="Warm-up requests per cell, not measured "
+WarmupOpt = Annotated[int | None, typer.Option("--warmup", min=0, help="Warm-up requests per cell, not measured "
                                                "(default: one wave, at most 256).")]
-OutputOpt = Annotated[int | None, typer.Option("--output-tokens", help="max_tokens of every request.")]
+OutputOpt = Annotated[int | None, typer.Option("--output-tokens", min=1, help="max_tokens of every request.")]
 NaturalOpt = Annotated[bool, typer.Option("--natural-stop", help="Let the model stop at EOS (default: "
                                           "ignore_eos, exactly --output-tokens).")]
 ApiOpt = Annotated[str, typer.Option("--api", help="chat or completions.")]
 SloOpt = Annotated[list[str] | None, typer.Option("--slo", help="e.g. ttft_p95_ms=500 (repeatable): goodput "
                                                   "counts requests meeting every SLO.")]
 BurstOpt = Annotated[float, typer.Option("--burstiness", help="Open loop: gamma shape (1 = Poisson, <1 burstier).")]
-MaxConcOpt = Annotated[int | None, typer.Option("--max-concurrency", help="Open loop: cap on requests in flight.")]
+MaxConcOpt = Annotated[int | None, typer.Option("--max-concurrency", min=1,
+                                                help="Open loop: cap on requests in flight.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for prompts and arrivals.")]
-PrefixOpt = Annotated[int, typer.Option("--shared-prefix", help="Tokens shared by every prompt (prefix cache).")]
-ThresholdOpt = Annotated[float, typer.Option("--error-threshold", help="A row stops after a cell with a "
+PrefixOpt = Annotated[int, typer.Option("--shared-prefix", min=0, help="Tokens shared by every prompt (prefix cache).")]
+ThresholdOpt = Annotated[float, typer.Option("--error-threshold", min=0, max=1, help="A row stops after a cell with a "
                                              "higher error rate (0..1).")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Per-request timeout in seconds (stalls count).")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0, help="Per-request timeout in seconds (stalls count).")]
 WorkersOpt = Annotated[str, typer.Option("--workers", help="Load-generator processes: N, or auto (one per ~128 "
                                           "streams or ~150 req/s, at most one per idle core; more after a client-bound "
                                           "cell).")]
@@ -124,8 +125,9 @@ def run_one(
     url: UrlOpt = None,
     model: ModelOpt = None,
     token_env: TokenEnvOpt = None,
-    context: Annotated[int, typer.Option("--context", help="Prompt length in tokens.")] = 1024,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", help="Closed loop concurrency.")] = None,
+    context: Annotated[int, typer.Option("--context", min=1, help="Prompt length in tokens.")] = 1024,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", min=1,
+                                                    help="Closed loop concurrency.")] = None,
     rate: Annotated[float | None, typer.Option("--rate", help="Open loop requests/s instead.")] = None,
     max_concurrency: MaxConcOpt = None,
     burstiness: BurstOpt = 1.0,

@@ -115,7 +115,7 @@ def cells_table(cells: list[CellResult], title: str | None = None, width: int | 
         m = c.metrics
         kv = c.server.get("kv_cache_usage_peak")
         t.add_row(
-            c.id, c.status + (" [red]cache![/]" if _cached(c) else ""),
+            c.id, Text.assemble(c.status, (" cache!", "red") if _cached(c) else ""),
             f"{m.ok}/{m.requests}", f"{m.request_throughput:.2f}", f"{m.output_throughput:.1f}",
             _ms(m.ttft.p50), _ms(m.ttft.p95), _ms(m.tpot.p50), _ms(m.itl.p99), _ms(m.e2e.p50),
             "—" if c.client.achieved_concurrency is None else f"{c.client.achieved_concurrency:.1f}",
@@ -142,7 +142,7 @@ def _narrow_table(cells: list[CellResult], title: str | None) -> Table:
     for c in cells:
         m = c.metrics
         t.add_row(
-            c.id, "[red]cache![/]" if _cached(c) else _STATUS_SHORT.get(c.status, c.status),
+            c.id, Text("cache!", style="red") if _cached(c) else _STATUS_SHORT.get(c.status, c.status),
             f"{m.ok}/{m.requests}", _short(m.request_throughput),
             _short(m.output_throughput), _short(m.ttft.p50), _short(m.ttft.p95), _short(m.tpot.p50),
             _short(m.e2e.p50), Text("!", style="red") if c.client.client_bound else "",
@@ -160,8 +160,8 @@ def summary(s: Any) -> None:
               f"{s.cells_aborted} aborted of {s.cells_total} cells")
     cached = [c.id for c in s.cells if _cached(c)]
     if cached:
-        out.print(f"[red]cache![/] prefix cache far above the workload's sharing in {', '.join(cached)}: "
-                  f"{next(c for c in s.cells if _cached(c)).prefix_cache.text}")
+        out.print(styled("[red]cache![/] prefix cache far above the workload's sharing in {}: {}", ", ".join(cached),
+                         next(c for c in s.cells if _cached(c)).prefix_cache.text))
     if s.client_bound_cells:
         out.print(styled("[yellow]client-bound cells:[/] {} (see runs show)", ", ".join(s.client_bound_cells)))
     out.print(f"run directory: {s.path}")

@@ -116,10 +116,11 @@ def simulate(
     concurrency: Annotated[str | None, typer.Option("--concurrency", "-c", help="1,2,4 or 1..2048.")] = None,
     context: Annotated[str | None, typer.Option("--context", help="Prompt lengths in tokens: 128,1024.")] = None,
     rate: Annotated[str | None, typer.Option("--rate", help="Open loop instead: requests/s per cell.")] = None,
-    output_tokens: Annotated[int | None, typer.Option("--output-tokens", help="Output tokens per request.")] = None,
-    requests: Annotated[int | None, typer.Option("--requests", "-n", help="Measured requests per cell "
+    output_tokens: Annotated[int | None, typer.Option("--output-tokens", min=1,
+                                                      help="Output tokens per request.")] = None,
+    requests: Annotated[int | None, typer.Option("--requests", "-n", min=1, help="Measured requests per cell "
                                                  "(default 4 × concurrency, at least 20).")] = None,
-    warmup: Annotated[int | None, typer.Option("--warmup", help="Warm-up requests per cell.")] = None,
+    warmup: Annotated[int | None, typer.Option("--warmup", min=0, help="Warm-up requests per cell.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for open-loop arrivals.")] = 0,
     slo: Annotated[list[str] | None, typer.Option("--slo", help="e.g. ttft_p95_ms=500 (repeatable).")] = None,
     runs_dir: Annotated[str | None, typer.Option("--runs-dir", help="Where run directories go.")] = None,
@@ -203,7 +204,7 @@ def sim_serve(
     profile: ProfileOpt = None,
     calibration: CalOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8100,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8100,
     speed: Annotated[float, typer.Option("--speed", help="Run the clock this many times faster than real.")] = 1.0,
     served_name: Annotated[str | None, typer.Option("--served-model-name", help="Name in /v1/models.")] = None,
 ) -> None:

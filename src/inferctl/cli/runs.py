@@ -35,7 +35,11 @@ def list_(runs_dir: RunsDirOpt = None, as_json: JsonOpt = False) -> None:
             started = time.strftime("%Y-%m-%d %H:%M", time.localtime(x.started_at)) if x.started_at else "—"
             t.add_row(x.run_id, x.source, x.status, x.target or "—", x.model or "—", started,
                       f"{x.cells_done}/{x.cells_total if x.cells_total is not None else '?'}")
-        console().print(t)
+        out = console()
+        out.print(t)
+        for x in r.runs:
+            if x.problem:
+                out.print(styled("[yellow]warning:[/] {}", x.problem))
 
     emit(result, as_json, render)
 

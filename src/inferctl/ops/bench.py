@@ -15,7 +15,16 @@ from pydantic import BaseModel, Field
 from inferctl import __version__
 from inferctl.bench import workload as wl
 from inferctl.bench.spec import SweepSpec
-from inferctl.bench.store import CellResult, RunDir, RunMeta, list_runs, new_run_id, runs_dir, seed_csv
+from inferctl.bench.store import (
+    CellResult,
+    RunDamaged,
+    RunDir,
+    RunMeta,
+    list_runs,
+    new_run_id,
+    runs_dir,
+    seed_csv,
+)
 from inferctl.bench.sweep import NullReporter, Reporter, Sweep, engine_facts, run_failure
 from inferctl.config import Target
 from inferctl.errors import ConfigError
@@ -54,6 +63,8 @@ class RunInfo(BaseModel):
     started_at: float | None = None
     cells_done: int = 0
     cells_total: int | None = None
+    problem: str | None = Field(default=None, description="Why the run cannot be read (status 'damaged'); "
+                                                          "None for a readable run.")
 
 
 class RunList(BaseModel):
@@ -108,6 +119,12 @@ async def sweep(
         meta = store.read_meta()
         if meta.source != "measured":
             raise ConfigError(f"Run {store.path.name} is {meta.source}, not measured; it cannot be resumed.")
+        try:
+            for note in store.prepare_resume():
+                reporter.note(note)
+        except RunDamaged as exc:
+            raise ConfigError(f"Run {store.path.name} cannot be resumed: {exc.where}; a line in the middle of the "
+                              "file is damage, not a crash (start a new sweep, or repair the line).") from None
         spec = SweepSpec.model_validate(meta.grid)
         if target is None:
             target = _recorded_target(meta)
@@ -191,7 +208,9 @@ def list_all(root: str | Path | None = None) -> RunList:
         store = RunDir(path)
         try:
             meta = store.read_meta()
-        except ConfigError:
+        except ConfigError as exc:  # listed, marked: one unreadable run must not hide the others
+            out.runs.append(RunInfo(run_id=path.name, path=str(path), source="?", status="damaged",
+                                    problem=str(exc)))
             continue
         total = None
         if meta.grid:
@@ -199,9 +218,14 @@ def list_all(root: str | Path | None = None) -> RunList:
                 total = len(SweepSpec.model_validate(meta.grid).cells())
             except ValueError:
                 total = None
-        out.runs.append(RunInfo(run_id=path.name, path=str(path), source=meta.source, status=meta.status,
-                                target=meta.target.get("name"), model=meta.model, started_at=meta.started_at,
-                                cells_done=len(store.cells()), cells_total=total))
+        info = RunInfo(run_id=path.name, path=str(path), source=meta.source, status=meta.status,
+                       target=meta.target.get("name"), model=meta.model, started_at=meta.started_at,
+                       cells_total=total)
+        try:
+            info.cells_done = len(store.cells())
+        except RunDamaged as exc:
+            info.status, info.problem = "damaged", str(exc)
+        out.runs.append(info)
     return out
 
 

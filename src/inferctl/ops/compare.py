@@ -37,7 +37,11 @@ def compare(refs: list[str], *, labels: list[str] | None = None, root: str | Pat
     cmp = build(runs, labels, metrics, tie_threshold)
     result = CompareResult(comparison=cmp)
     if not files:
-        return result
+        return result  # the comparison itself says when nothing matched
+    if not cmp.cells:
+        raise ConfigError(f"Runs {', '.join(r.run_id for r in runs)} have no cells in common (the same context and "
+                          f"the same concurrency or rate), so there is nothing to compare: "
+                          f"{'; '.join(_cells_of(r) for r in runs)}.")
     from inferctl.report import png
     from inferctl.report.figures import compare_figures
     from inferctl.report.html import compare_html
@@ -55,3 +59,9 @@ def compare(refs: list[str], *, labels: list[str] | None = None, root: str | Pat
     result.out_dir, result.markdown, result.html = str(out_dir), str(md), str(html)
     result.charts = [str(p) for p in charts]
     return result
+
+
+def _cells_of(run) -> str:
+    ids = [c.id for c in run.cells]
+    shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
+    return f"{run.run_id} has {shown or 'no cells'}"

@@ -44,7 +44,7 @@ async def check_health(
         result = await client.chat(
             [{"role": "user", "content": HEALTH_PROMPT}], model=served.id, max_tokens=max_tokens
         )
-        result.raise_for_status(target.url)
+        result.raise_for_status(target.url + "/v1/chat/completions")
         report.completion_ms = round((result.e2e or 0.0) * 1000, 2)
         report.ttft_ms = round(result.ttft * 1000, 2) if result.ttft is not None else None
         report.completion_tokens = result.completion_tokens

@@ -61,7 +61,7 @@ async def ask(
     if result.status == "no_text":  # a well-formed answer of tokens without text: show it, untimed
         note = result.error
     else:
-        result.raise_for_status(target.url)
+        result.raise_for_status(target.url + ("/v1/completions" if completion_api else "/v1/chat/completions"))
 
     def ms(seconds: float | None) -> float | None:
         return round(seconds * 1000, 2) if seconds is not None else None

@@ -143,6 +143,8 @@ def compare_figures(cmp: Comparison) -> list[Figure]:
                                     y=[c.values[key][ri] for c in cells], color=ri, dash=ci > 0))
         overlay.panels.append(p)
     figs = [overlay]
+    if not cmp.cells:  # nothing matched: no heatmap can be drawn (ops.compare refuses before this)
+        return figs
     loads = sorted({c.load for c in cmp.cells})
     x = [f"r={v:g}" if xl.startswith("request") else f"c={v:g}" for v in loads]
     for ri, run in enumerate(cmp.runs[1:], start=1):

@@ -11,7 +11,8 @@
 Every call has a timeout. Failures are told apart so the user learns what to fix:
 ``Unreachable`` (nothing listening, DNS), ``EndpointTimeout``, ``NotVLLM`` (something answered
 but not an OpenAI-compatible server), ``AuthFailed`` (401/403), ``EngineDead`` (503 on /health),
-``ModelNotServed``, ``RequestRejected`` (any other refusal, with the server's message).
+``ModelNotServed``, ``RequestRejected`` (any other refusal, with the server's message),
+``MalformedReply`` (a 2xx body of the wrong shape: wrong types, absurd nesting, out-of-range numbers).
 
 ``transport`` is the test seam (``httpx.MockTransport``); production uses a real socket.
 """
@@ -23,11 +24,11 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from inferctl.config import Target
 from inferctl.errors import EndpointError, ModelNotServed, NotVLLM
-from inferctl.server import errors
+from inferctl.server import errors, shape
 from inferctl.server.auth import auth_headers
 from inferctl.server.stream import StreamResult, stream
 
@@ -101,7 +102,9 @@ class VLLMClient:
         resp = await self._request(method, path, **kwargs)
         self._check(resp, path)
         try:
-            return resp.json()
+            return shape.loads(resp.content)
+        except shape.ShapeError as exc:
+            raise errors.malformed(self.url + path, str(exc)) from None
         except ValueError:
             raise NotVLLM(
                 f"{self.url}{path} did not answer with JSON; this does not look like a vLLM server.",
@@ -135,12 +138,25 @@ class VLLMClient:
         if resp.status_code != 200:
             raise not_vllm
         try:
-            data = resp.json()
+            data = shape.loads(resp.content)
+        except shape.ShapeError as exc:
+            raise errors.malformed(self.url + "/v1/models", str(exc)) from None
         except ValueError:
             raise not_vllm from None
         if not isinstance(data, dict) or not isinstance(data.get("data"), list):
             raise not_vllm
-        return [ServedModel.model_validate(m) for m in data["data"] if isinstance(m, dict) and "id" in m]
+        out = []
+        for i, m in enumerate(data["data"]):
+            if not (isinstance(m, dict) and "id" in m):
+                continue
+            try:
+                out.append(ServedModel.model_validate(m))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise errors.malformed(self.url + "/v1/models",
+                                       f"data[{i}].{where} is {shape.describe(m.get(where))}: {first['msg']}") from None
+        return out
 
     async def version(self) -> str | None:
         """GET /version: vLLM's version string, or None when the server has no such endpoint."""
@@ -148,10 +164,11 @@ class VLLMClient:
         if resp.status_code != 200:
             return None
         try:
-            value = resp.json().get("version")
-        except (ValueError, AttributeError):
+            data = shape.loads(resp.content)
+        except ValueError:  # not JSON, or absurdly nested: a server that is not vLLM has no version
             return None
-        return str(value) if value else None
+        value = data.get("version") if isinstance(data, dict) else None
+        return str(value) if value and isinstance(value, str | int | float) else None
 
     async def metrics_text(self) -> str:
         """GET /metrics: the Prometheus exposition text."""
@@ -197,16 +214,20 @@ class VLLMClient:
         payload: dict[str, Any] = {"prompt": text, "add_special_tokens": add_special_tokens}
         if model:
             payload["model"] = model
-        data = await self._json("POST", "/tokenize", json=payload)
-        return list(data["tokens"])
+        return self._tokens(await self._json("POST", "/tokenize", json=payload))
 
     async def tokenize_chat(self, messages: list[dict[str, Any]], *, model: str | None = None) -> list[int]:
         """POST /tokenize with chat messages: the tokens the server prefills, template included."""
         payload: dict[str, Any] = {"messages": messages, "add_generation_prompt": True}
         if model:
             payload["model"] = model
-        data = await self._json("POST", "/tokenize", json=payload)
-        return list(data["tokens"])
+        return self._tokens(await self._json("POST", "/tokenize", json=payload))
+
+    def _tokens(self, data: Any) -> list[int]:
+        try:
+            return list(shape.ints(shape.obj(data, "the reply").get("tokens"), "tokens"))
+        except shape.ShapeError as exc:
+            raise errors.malformed(self.url + "/tokenize", str(exc)) from None
 
     async def detokenize(self, tokens: list[int], *, model: str | None = None) -> str:
         """POST /detokenize."""
@@ -214,7 +235,13 @@ class VLLMClient:
         if model:
             payload["model"] = model
         data = await self._json("POST", "/detokenize", json=payload)
-        return str(data["prompt"])
+        try:
+            prompt = shape.obj(data, "the reply").get("prompt")
+            if not isinstance(prompt, str):
+                raise shape.ShapeError(f"prompt is {shape.describe(prompt)}, not a string")
+        except shape.ShapeError as exc:
+            raise errors.malformed(self.url + "/detokenize", str(exc)) from None
+        return prompt
 
     async def chat(
         self,

@@ -9,6 +9,7 @@ from inferctl.errors import (
     EndpointError,
     EndpointTimeout,
     EngineDead,
+    MalformedReply,
     ModelNotServed,
     RequestRejected,
     Unreachable,
@@ -53,6 +54,22 @@ def http_error(url: str, status: int, message: str) -> EndpointError:
     return RequestRejected(f"{url} rejected the request with HTTP {status}{detail}.", url=url, status=status)
 
 
+def malformed(url: str, what: str) -> MalformedReply:
+    """A 2xx reply of the wrong shape from ``url`` (the endpoint's full URL); ``what`` says what was wrong."""
+    url = redact_url(url)
+    return MalformedReply(f"{url} sent a malformed reply: {what.rstrip('.')}.", url=url)
+
+
+def short_text(value: object, limit: int = 500) -> str:
+    """A server-sent value as at most ``limit`` characters; one nested too deeply to print is described."""
+    if isinstance(value, str):
+        return value[:limit]
+    try:
+        return str(value)[:limit]
+    except RecursionError:  # nested just shallow enough to decode, too deep to print
+        return f"a {type(value).__name__} nested too deeply to show"
+
+
 def error_for_status(status: str, url: str, error: str, http_status: int | None = None) -> EndpointError:
     """The exception for a failed streamed request, from its outcome (``StreamResult.status`` and ``.error``).
 
@@ -66,19 +83,19 @@ def error_for_status(status: str, url: str, error: str, http_status: int | None 
         return EndpointTimeout(f"{url} stopped answering mid-request ({error}).", url=url)
     if status == "connection_error":
         return unreachable(url, error)
-    return EndpointError(f"The stream from {url} broke: {error}.", url=url)
+    return EndpointError(f"The stream from {url} broke: {error.rstrip('.')}.", url=url)
 
 
 def error_message(body: str) -> str:
     """The server's error message from an OpenAI-style error body, else a short excerpt."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return " ".join(body.split())[:300]
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, dict) and "message" in err:
-            return str(err["message"])[:500]
+            return short_text(err["message"])
         if isinstance(data.get("detail"), str):
             return data["detail"][:500]
     return " ".join(body.split())[:300]

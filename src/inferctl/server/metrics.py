@@ -241,15 +241,29 @@ def _key(name: str, labels: Labels, drop: Iterable[str] = ()) -> str:
 def _to_int(raw: str | None) -> int | None:
     try:
         return int(float(raw)) if raw not in (None, "", "None") else None
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, or inf / nan
         return None
 
 
 def _to_float(raw: str | None) -> float | None:
     try:
-        return float(raw) if raw not in (None, "", "None") else None
+        value = float(raw) if raw not in (None, "", "None") else None
     except ValueError:
         return None
+    return value if value is None or math.isfinite(value) else None
+
+
+def _bucket_bound(name: str, raw: str) -> float:
+    """A histogram bucket's ``le`` label as a number (``+Inf`` included); anything else is a parse error."""
+    try:
+        le = float(raw)
+    except ValueError:
+        le = math.nan
+    if math.isnan(le):
+        raise MetricsParseError(
+            f"The /metrics response has a {name} bucket with le={raw[:40]!r}, which is not a number."
+        )
+    return le
 
 
 def _to_bool(raw: str | None) -> bool | None:
@@ -281,6 +295,12 @@ def _spec_decode(sums: dict[str, float], by_pos: dict[str, float]) -> SpecDecode
     drafts = sums.get(_SPEC["drafts"], 0.0)
     draft_tokens = sums.get(_SPEC["draft_tokens"], 0.0)
     accepted = sums.get(_SPEC["accepted_tokens"], 0.0)
+    bad = [p for p in by_pos if not (p.isascii() and p.isdigit())]
+    if bad:
+        raise MetricsParseError(
+            f"The /metrics response has a {_SPEC['per_position']} series with position={bad[0][:40]!r}, "
+            "which is not a position number."
+        )
     per_pos = [by_pos[p] for p in sorted(by_pos, key=int)]
     return SpecDecodeStats(
         drafts=drafts,
@@ -291,6 +311,15 @@ def _spec_decode(sums: dict[str, float], by_pos: dict[str, float]) -> SpecDecode
         mean_acceptance_length=1 + accepted / drafts if drafts else None,
         per_position_acceptance=[a / drafts for a in per_pos] if drafts else [],
     )
+
+
+def _sum(values: Iterable[float]) -> float:
+    """An exact sum (fsum); values whose sum overflows a float (a hostile server) give infinity, not a crash."""
+    values = list(values)
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        return math.copysign(math.inf, sum(values))
 
 
 def parse_metrics(
@@ -337,7 +366,9 @@ def parse_metrics(
             continue
         key = _key(base, labels, drop=("le",))
         if suffix == "_bucket":
-            hist_parts[key]["buckets"].append((float(labels["le"]), value))
+            if "le" not in labels:  # a bucket without a bound says nothing; skip it as Prometheus does
+                continue
+            hist_parts[key]["buckets"].append((_bucket_bound(base, labels["le"]), value))
         else:
             hist_parts[key][suffix[1:]].append(value)
     histograms = {
@@ -347,7 +378,7 @@ def parse_metrics(
     def total(names: tuple[str, ...]) -> float | None:
         for n in names:
             if n in scalars:
-                return math.fsum(v for _, v in scalars.pop(n))
+                return _sum(v for _, v in scalars.pop(n))
         return None
 
     def by_label(name: str, label: str) -> dict[str, float]:
@@ -362,7 +393,7 @@ def parse_metrics(
         scalars.pop(old, None)  # the deprecated twin of a name we already read
     if kv:
         values = [v for _, v in kv]
-        fields["kv_cache_usage"] = math.fsum(values) / len(values)
+        fields["kv_cache_usage"] = _sum(values) / len(values)
         fields["kv_cache_usage_max"] = max(values)
     finished = by_label(_FINISHED, "finished_reason")
     waiting_by_reason = by_label(_WAITING_BY_REASON, "reason")

@@ -32,13 +32,15 @@ from typing import Any, Literal
 
 import httpx
 
-from inferctl.server.errors import error_for_status, error_message
+from inferctl.server import shape
+from inferctl.server.errors import error_for_status, error_message, short_text
 
 try:  # msgspec decodes a chunk ~5x faster than json; it matters at thousands of chunks per second
     import msgspec
 
     _decode = msgspec.json.Decoder().decode
-    _DecodeError: tuple[type[Exception], ...] = (ValueError, msgspec.DecodeError)
+    # RecursionError: JSON nested thousands deep (a hostile or broken server) must not escape.
+    _DecodeError: tuple[type[Exception], ...] = (ValueError, msgspec.DecodeError, RecursionError)
 
     class _Delta(msgspec.Struct):
         content: str | None = None
@@ -65,7 +67,7 @@ try:  # msgspec decodes a chunk ~5x faster than json; it matters at thousands of
     _decode_typed = msgspec.json.Decoder(_Chunk).decode
 except ImportError:  # pragma: no cover - msgspec is a dependency; the fallback keeps `query` alive without it
     _decode = json.loads
-    _DecodeError = (ValueError,)
+    _DecodeError = (ValueError, RecursionError)
     _decode_typed = None
 
 Status = Literal["ok", "http_error", "timeout", "connection_error", "stream_broken", "no_text"]
@@ -133,17 +135,21 @@ class StreamResult:
 
 
 def _content_of(chunk: dict[str, Any]) -> tuple[str, str, str | None]:
-    """(content, reasoning, finish_reason) of one chat or completions chunk."""
-    choices = chunk.get("choices") or []
+    """(content, reasoning, finish_reason) of one chat or completions chunk.
+
+    Raises ``shape.ShapeError`` naming the field when the chunk is not the documented shape.
+    """
+    choices = chunk.get("choices")
     if not choices:
         return "", "", None
-    choice = choices[0]
-    finish = choice.get("finish_reason")
+    choice = shape.obj(shape.lst(choices, "choices")[0], "choices[0]")
+    finish = shape.opt_str(choice.get("finish_reason"), "choices[0].finish_reason")
     if "delta" in choice:
-        delta = choice.get("delta") or {}
-        reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
-        return delta.get("content") or "", reasoning, finish
-    return choice.get("text") or "", "", finish
+        delta = shape.obj(choice.get("delta") or {}, "choices[0].delta")
+        reasoning = (shape.opt_str(delta.get("reasoning"), "choices[0].delta.reasoning")
+                     or shape.opt_str(delta.get("reasoning_content"), "choices[0].delta.reasoning_content") or "")
+        return shape.opt_str(delta.get("content"), "choices[0].delta.content") or "", reasoning, finish
+    return shape.opt_str(choice.get("text"), "choices[0].text") or "", "", finish
 
 
 class SSEParser:
@@ -198,6 +204,9 @@ class SSEParser:
                 pass  # not our schema (or not JSON): the generic path below decides
         try:
             chunk = _decode(payload)
+        except RecursionError:
+            result.status, result.error = "stream_broken", "malformed chunk: the JSON is nested too deeply to read"
+            return False
         except _DecodeError:
             result.status, result.error = "stream_broken", f"unparseable chunk: {payload[:120]!r}"
             return False
@@ -205,11 +214,13 @@ class SSEParser:
             result.status, result.error = "stream_broken", f"unexpected chunk: {payload[:120]!r}"
             return False
         if "error" in chunk:
-            err = chunk["error"]
-            result.status = "stream_broken"
-            result.error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+            result.status, result.error = "stream_broken", _stream_error(chunk["error"])
             return False
-        piece = _absorb(result, chunk, now, self.keep_text)
+        try:
+            piece = _absorb(result, chunk, now, self.keep_text)
+        except shape.ShapeError as exc:
+            result.status, result.error = "stream_broken", f"malformed chunk: {exc}"
+            return False
         if piece and self.on_delta is not None:
             self.on_delta(piece)
         return True
@@ -218,9 +229,7 @@ class SSEParser:
         """``_absorb`` for the typed chunk (same rules; no text kept)."""
         result = self.result
         if chunk.error is not None:
-            err = chunk.error
-            result.status = "stream_broken"
-            result.error = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+            result.status, result.error = "stream_broken", _stream_error(chunk.error)
             return False
         if chunk.choices:
             choice = chunk.choices[0]
@@ -311,9 +320,22 @@ async def stream(
     return parser.finish()
 
 
+def _stream_error(err: Any) -> str:
+    """The text of an ``error`` event (an object with a message, or anything else), kept short."""
+    return short_text(err.get("message", err) if isinstance(err, dict) else err)
+
+
 def _absorb(result: StreamResult, chunk: dict[str, Any], now: float, keep_text: bool = True) -> str:
-    """Fold one chunk into the result; returns the new content text."""
+    """Fold one chunk into the result; returns the new content text (``ShapeError`` on a bad chunk).
+
+    The chunk is read completely before the result changes, so a malformed chunk leaves no half-update.
+    """
     content, reasoning, finish = _content_of(chunk)
+    usage = chunk.get("usage")
+    if usage:
+        usage = shape.obj(usage, "usage")
+        prompt_tokens = shape.opt_int(usage.get("prompt_tokens"), "usage.prompt_tokens")
+        completion_tokens = shape.opt_int(usage.get("completion_tokens"), "usage.completion_tokens")
     if content or reasoning or _has_token_ids(chunk):
         if result.first_token_time is None:
             result.first_token_time = now
@@ -326,10 +348,8 @@ def _absorb(result: StreamResult, chunk: dict[str, Any], now: float, keep_text: 
         result.finish_reason = finish
         if result.end_time is None:
             result.end_time = now
-    usage = chunk.get("usage")
     if usage:
-        result.prompt_tokens = usage.get("prompt_tokens")
-        result.completion_tokens = usage.get("completion_tokens")
+        result.prompt_tokens, result.completion_tokens = prompt_tokens, completion_tokens
     return content
 
 

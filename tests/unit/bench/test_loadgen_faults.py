@@ -6,7 +6,7 @@ import asyncio
 from collections import Counter
 
 import pytest
-from tests.fakes.fake_vllm import FakeConfig, FakeVLLM, free_port
+from tests.fakes.fake_vllm import MALFORMED_CHUNKS, FakeConfig, FakeVLLM, free_port
 
 from inferctl.bench import loadgen, workload
 from inferctl.bench.loadgen import LoadSpec
@@ -146,3 +146,16 @@ def test_duration_and_requests_are_both_minimums() -> None:
     assert len(seen) >= 3
     assert all(t < 0.3 + 0.05 for t in issued[3:])
     assert max(r.done for r in seen) >= 0.3
+
+
+@pytest.mark.parametrize("kind", TRANSPORTS)
+def test_malformed_chunks_are_failed_records_not_crashes(kind: str) -> None:
+    """A well-formed data line of the wrong shape (choices [5], content 5, usage a list, 10,000-deep JSON)."""
+    cycle = ["", *sorted(MALFORMED_CHUNKS)]
+    with FakeVLLM(FakeConfig(ttft_ms=1, itl_ms=0.5, fault_cycle=cycle)) as fake:
+        run, seen = asyncio.run(_run(fake.url, LoadSpec(concurrency=2, requests=len(cycle) * 2, warmup=0), kind=kind))
+    _accounted(run, seen, len(cycle) * 2)
+    broken = [r for r in seen if r.status == "stream_broken"]
+    assert len(broken) == len(MALFORMED_CHUNKS) * 2
+    assert all(r.error.startswith("malformed chunk: ") for r in broken), {r.error for r in broken}
+    assert Counter(r.status for r in seen)["ok"] == 2
