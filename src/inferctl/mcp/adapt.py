@@ -75,6 +75,31 @@ async def in_thread(fn: Callable[[], R]) -> R:
     return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
 
 
+async def in_thread_stoppable(fn: Callable[[Callable[[], None]], R], *, seconds: float, what: str) -> R:
+    """Run ``fn(check)`` off the event loop; ``check()`` raises once the call is cancelled or ``seconds`` pass.
+
+    For long CPU work (the simulator) that calls ``check`` as it goes: an abandoned thread cannot be killed,
+    so it stops itself, and a timed-out or cancelled call does not keep a core busy after it answered.
+    """
+    import threading
+    import time
+
+    cancelled = threading.Event()
+    until = time.monotonic() + seconds
+
+    def check() -> None:
+        if cancelled.is_set():
+            raise InferctlError(f"{what} was cancelled and stopped.")
+        if time.monotonic() > until:
+            raise InferctlError(f"{what} did not finish within {seconds:.0f} s and was stopped; ask for a smaller "
+                                "grid (fewer or smaller concurrencies and contexts, fewer output_tokens).")
+
+    try:
+        return await in_thread(lambda: fn(check))
+    finally:
+        cancelled.set()
+
+
 async def resolve(name: str | None, model: str | None = None):
     """A ``target`` argument -> Target: a configured name, 'local', a deployment profile, or an http(s) URL.
 
