@@ -42,17 +42,48 @@ def scrub(text: str) -> str:
     return text
 
 
+# The use cases' error sentences are written for the CLI and name its flags; a tool speaks its own argument
+# names. A flag becomes the tool's argument of the same name (--price-per-hour -> price_per_hour), or its
+# counterpart below; a hint only the CLI can follow is written "(CLI: ...)" at the source and dropped here.
+FLAG_ALIASES = {"concurrency": "concurrencies", "context": "contexts", "label": "labels", "slo": "slos",
+                "tp": "count", "min": "min_instances", "max": "max_instances", "run": "run_id"}
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?:/--([a-z][a-z0-9-]*))?")
+_CLI_ONLY = re.compile(r"\s*\(CLI: [^()]*\)")
+
+
+def speak_tool(message: str, params: set[str]) -> str:
+    """``message`` with CLI flags rewritten as the tool's argument names, CLI-only hints removed."""
+
+    def name(flag: str) -> str | None:
+        for cand in (flag.replace("-", "_"), FLAG_ALIASES.get(flag)):
+            if cand in params:
+                return cand
+        return None
+
+    def sub(m: re.Match) -> str:
+        first, second = name(m.group(1)), name(m.group(2)) if m.group(2) else None
+        if first and (second or not m.group(2)):
+            return first + (f"/{second}" if second else "")
+        return m.group(0)
+
+    return _FLAG.sub(sub, _CLI_ONLY.sub("", message))
+
+
 def guard(timeout: float = TOOL_TIMEOUT_S) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Decorate a tool: InferctlError -> ToolError (same sentence), and a hard time limit."""
 
     def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        import inspect
+
+        params = set(inspect.signature(fn).parameters)
+
         @functools.wraps(fn)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 with anyio.fail_after(timeout):
                     return await fn(*args, **kwargs)
             except InferctlError as exc:
-                raise ToolError(scrub(str(exc))) from None
+                raise ToolError(scrub(speak_tool(str(exc), params))) from None
             except ValidationError as exc:  # arguments that pass the schema but not a model deeper down
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "input"

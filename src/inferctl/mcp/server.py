@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 
 from inferctl import __version__
 from inferctl.errors import InferctlError
@@ -42,6 +42,18 @@ class InferctlServer(MCPServer):
     def __init__(self, policy: Policy, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.policy = policy
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Refuse unknown argument names: the SDK drops them, so a misspelled one would silently run the default."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and arguments:
+            fields = tool.fn_metadata.arg_model.model_fields
+            accepted = {f.alias or n for n, f in fields.items()} - {tool.context_kwarg}
+            unknown = sorted(k for k in arguments if k not in accepted)
+            if unknown:
+                raise ToolError(f"{name} has no argument {', '.join(repr(k) for k in unknown)}; its arguments are: "
+                                f"{', '.join(sorted(accepted)) or 'none'}.")
+        return await super().call_tool(name, arguments, context)
 
 
 def all_tools() -> list[ToolSpec]:
