@@ -355,7 +355,7 @@ async def simulate_sweep(
     def go(check):
         spec = spec_from_flags(concurrency=conc, context=ctxs, output_tokens=output_tokens, workers=1)
         summary = simulate(_config(args), spec, command=["inferctl", "mcp", "simulate_sweep"], check=check,
-                           names=SIMULATE_NAMES)
+                           names=SIMULATE_NAMES, profile=profile)
         return trim(_status_of(summary.run_id), None, 24)
 
     status = await in_thread_stoppable(go, seconds=SIMULATE_DEADLINE_S, what="simulate_sweep")

@@ -90,6 +90,7 @@ def simulate(
         engine={
             "serving_config": cfg.model_dump(mode="json"),
             "price_source": price_source,
+            "profile": profile,
             "perf_params": engine.params.model_dump(mode="json"),
             "memory": mem.model_dump(mode="json", exclude={"kv": {"groups"}}),
             "max_num_seqs": r.max_num_seqs,
