@@ -157,7 +157,7 @@ class Profile(_Strict):
 
     def resource_labels(self) -> dict[str, str]:
         """Labels on everything inferctl creates: how destroy knows what is ours."""
-        return {**self.labels, MANAGED_LABEL: MANAGED_VALUE, PROFILE_LABEL: _label_value(self.name)}
+        return {**self.labels, MANAGED_LABEL: MANAGED_VALUE, PROFILE_LABEL: label_value(self.name)}
 
     def with_project(self) -> Profile:
         """This profile with its project resolved (profile > GOOGLE_CLOUD_PROJECT > config [cloud])."""
@@ -178,7 +178,7 @@ def resolve_project(explicit: str | None = None) -> str:
     return project
 
 
-def _label_value(value: str) -> str:
+def label_value(value: str) -> str:
     # label values: lowercase letters, digits, '-', '_', at most 63 characters
     out = "".join(c if c.isalnum() or c in "-_" else "-" for c in value.lower())
     return out[:63]
