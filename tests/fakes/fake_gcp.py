@@ -310,6 +310,9 @@ class _App:
                 node.update(name=f"{spec['parent']}/nodes/{spec['nodeId']}", state="READY",
                             networkEndpoints=[{"ipAddress": "10.128.0.7", "port": 8470,
                                                "accessConfig": {"externalIp": "34.1.2.3"}}])
+                if not (node.get("networkConfig") or {}).get("enableExternalIps"):  # an internal IP only
+                    for ep in node["networkEndpoints"]:
+                        ep.pop("accessConfig", None)
                 self.s.nodes[node["name"]] = node
             else:
                 qr["state"] = {"state": state, "stateInitiator": "USER"}

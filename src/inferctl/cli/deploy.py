@@ -76,7 +76,8 @@ def render_status(st) -> None:
             ("instances", f"{st.min_instances}..{st.max_instances}" if st.min_instances is not None else None),
             ("authenticated", None if st.authenticated is None else ("yes" if st.authenticated else "NO (public)")),
             ("created by inferctl", ("yes" if st.managed else "no") if st.exists else None),
-            ("created with it", ", ".join(st.created_with))]
+            ("created with it", ", ".join(st.created_with)), ("network access", st.network_access),
+            ("reach it", st.access_hint)]
     for key, value in rows:
         if value:
             c.print(f"  {key:20} {value}", markup=False)

@@ -135,6 +135,10 @@ class Profile(_Strict):
     gpu_zonal_redundancy: bool = Field(default=False, description="Cloud Run GPU zonal redundancy (needs quota).")
     allow_unauthenticated: bool = Field(
         default=False, description="Cloud Run: let anyone on the internet call the model (inferctl warns).")
+    network_access: Literal["tunnel", "external"] = Field(
+        default="tunnel", description="VM/TPU: tunnel (default) = no external IP, reach it through an IAP tunnel; "
+                                      "external = an external IP, open to allowed_source_ranges. Every route but "
+                                      "/health needs the API key either way.")
     allowed_source_ranges: list[str] = Field(
         default_factory=list, description="VM/TPU: CIDRs allowed to reach the port. Empty: no firewall rule.")
     service_account: str | None = Field(default=None, description="Runtime service account (needs secretAccessor).")
