@@ -65,3 +65,15 @@ def test_speak_tool_maps_flags_and_drops_cli_only_hints():
     assert speak_tool("Not deployed; deploy it first (CLI: `inferctl deploy x --apply`).", params) == \
         "Not deployed; deploy it first."
     assert speak_tool("keep --unknown-flag as is", params) == "keep --unknown-flag as is"
+
+
+async def test_notes_written_for_the_cli_lose_their_flags_over_mcp(isolated):
+    from tests.fakes.fake_vllm import FakeConfig, FakeVLLM
+
+    with FakeVLLM(FakeConfig(model="gemma-4-12b")) as fake:
+        async with client() as c:
+            info = await c.call_tool("get_model_info", {"target": fake.url})
+    assert not info.is_error, text(info)
+    note = info.structured_content["memory"]["note"]
+    assert "startup log" in note and not FLAG.search(note) and "CLI:" not in note
+    assert not FLAG.search(info.content[0].text)
