@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from inferctl.cloud.access import access_hint, external_ip
 from inferctl.cloud.clients import CloudContext, to_dict
 from inferctl.cloud.errors import ResourceNotFound
 from inferctl.cloud.ownership import CREATED_KEY, firewall_marker, record, recorded
@@ -66,7 +65,7 @@ def instance_body(profile: Profile) -> dict[str, Any]:
             "diskSizeGb": str(profile.boot_disk_gb), "diskType": f"zones/{zone}/diskTypes/pd-balanced"}}],
         "networkInterfaces": [{"network": f"global/networks/{profile.network}",
                                **({"accessConfigs": [{"name": "External NAT", "type": "ONE_TO_ONE_NAT"}]}
-                                  if external_ip(profile) else {})}],  # tunnel (default): no external IP
+                                  if profile.external_ip else {})}],  # tunnel (default): no external IP
         "scheduling": scheduling,
         "serviceAccounts": [{"email": profile.service_account or "default", "scopes": [SCOPE]}],
         "metadata": {"items": [{"key": "startup-script", "value": startup_script(profile)},
@@ -105,7 +104,7 @@ def gcloud(profile: Profile) -> list[str]:
     parts = ["compute", "instances", "create", p.resource_id, f"--project={p.project}", f"--zone={p.location}",
              f"--machine-type={p.machine_type}", f"--image-family={IMAGE_FAMILY}", f"--image-project={IMAGE_PROJECT}",
              f"--boot-disk-size={p.boot_disk_gb}GB", "--boot-disk-type=pd-balanced", "--maintenance-policy=TERMINATE",
-             f"--tags={network_tag(p)}", f"--scopes={SCOPE}", *([] if external_ip(p) else ["--no-address"]),
+             f"--tags={network_tag(p)}", f"--scopes={SCOPE}", *([] if p.external_ip else ["--no-address"]),
              "--labels=" + ",".join(f"{k}={v}" for k, v in sorted(p.resource_labels().items())),
              f"--metadata=install-nvidia-driver=True,{CREATED_KEY}={record(p)}",
              "--metadata-from-file=startup-script=startup.sh"]
@@ -153,7 +152,7 @@ def status(profile: Profile, inst: dict[str, Any] | None) -> DeploymentStatus:
         internal_url=f"http://{internal}:{profile.port}" if internal else None,
         accelerator=f"{profile.accelerator_count}x {profile.accelerator}", machine_type=mt,
         labels=inst.get("labels") or {}, managed=is_managed(inst.get("labels")),
-        network_access=profile.network_access, access_hint=access_hint(profile),
+        network_access=profile.network_access, access_hint=profile.access_hint(),
         created_with=recorded(meta.get(CREATED_KEY)))
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from inferctl.cloud.access import access_hint, external_ip
 from inferctl.cloud.clients import CloudContext, to_dict
 from inferctl.cloud.errors import ResourceNotFound
 from inferctl.cloud.ownership import CREATED_KEY, record, recorded
@@ -54,7 +53,7 @@ def queued_resource_body(profile: Profile) -> dict[str, Any]:
     node: dict[str, Any] = {
         "acceleratorType": profile.accelerator,
         "runtimeVersion": profile.runtime_version,
-        "networkConfig": {"network": profile.network, "enableExternalIps": external_ip(profile)},
+        "networkConfig": {"network": profile.network, "enableExternalIps": profile.external_ip},
         "labels": profile.resource_labels(),
         "tags": [network_tag(profile)],
         "metadata": {"startup-script": startup_script(profile), CREATED_KEY: record(profile)},
@@ -101,7 +100,7 @@ def gcloud(profile: Profile) -> list[str]:
              f"--zone={p.location}", f"--node-id={node_id(p)}", f"--accelerator-type={p.accelerator}",
              f"--runtime-version={p.runtime_version}", f"--valid-until-duration={p.valid_until_s}s",
              f"--metadata={CREATED_KEY}={record(p)}", "--metadata-from-file=startup-script=startup.sh",
-             *([] if external_ip(p) else ["--internal-ips"])]
+             *([] if p.external_ip else ["--internal-ips"])]
     if p.spot:
         parts.append("--spot")
     out.append(gcloud_command(*parts))
@@ -156,7 +155,7 @@ def status(profile: Profile, qr: dict[str, Any] | None, node: dict[str, Any] | N
     return DeploymentStatus(**base, exists=True, phase=phase, state=state, reason=reason, url=url,
                             internal_url=internal, accelerator=spec_node.get("acceleratorType"),
                             labels=labels, managed=is_managed(labels),
-                            network_access=profile.network_access, access_hint=access_hint(profile),
+                            network_access=profile.network_access, access_hint=profile.access_hint(),
                             created_with=recorded(((node or {}).get("metadata") or spec_node.get("metadata")
                                                    or {}).get(CREATED_KEY)))
 
