@@ -162,6 +162,7 @@ class _App:
         r("POST", rf"{c}/global/operations/(?P<op>[^/]+)/wait", "compute.globalOperations.wait", self.cop_get)
         r("POST", rf"{c}/global/firewalls", "compute.firewalls.insert", self.fw_insert)
         r("DELETE", rf"{c}/global/firewalls/(?P<id>[^/]+)", "compute.firewalls.delete", self.fw_delete)
+        r("GET", rf"{c}/global/firewalls/(?P<id>[^/]+)", "compute.firewalls.get", self.fw_get)
         r("GET", rf"{c}/regions/(?P<r>[^/]+)", "compute.regions.get", self.region_get)
         r("GET", rf"{c}/aggregated/acceleratorTypes", "compute.acceleratorTypes.aggregatedList", self.gpu_types)
         # Secret Manager v1
@@ -170,6 +171,8 @@ class _App:
           self.secret_add)
         r("GET", rf"/v1/{p}/secrets/(?P<id>[^/:]+)/versions/(?P<v>[^/:]+):access",
           "secretmanager.versions.access", self.secret_access)
+        r("GET", rf"/v1/{p}/secrets/(?P<id>[^/:]+)", "secretmanager.secrets.get", self.secret_get)
+        r("DELETE", rf"/v1/{p}/secrets/(?P<id>[^/:]+)", "secretmanager.secrets.delete", self.secret_delete)
         # Cloud Quotas v1, Logging v2, Storage v1
         r("GET", rf"/v1/{p}/locations/global/services/(?P<svc>[^/]+)/quotaInfos", "cloudquotas.quotaInfos.list",
           self.quota_list)
@@ -307,6 +310,9 @@ class _App:
                 node.update(name=f"{spec['parent']}/nodes/{spec['nodeId']}", state="READY",
                             networkEndpoints=[{"ipAddress": "192.0.2.7", "port": 8470,
                                                "accessConfig": {"externalIp": "198.51.100.7"}}])
+                if not (node.get("networkConfig") or {}).get("enableExternalIps"):  # an internal IP only
+                    for ep in node["networkEndpoints"]:
+                        ep.pop("accessConfig", None)
                 self.s.nodes[node["name"]] = node
             else:
                 qr["state"] = {"state": state, "stateInitiator": "USER"}
@@ -386,6 +392,11 @@ class _App:
             return _not_found(name)
         return self._cop(f"projects/{g['p']}/global", name, "delete")
 
+    def fw_get(self, g, q, body):
+        name = f"projects/{g['p']}/global/firewalls/{g['id']}"
+        fw = self.s.firewalls.get(name)
+        return {**fw, "kind": "compute#firewall", "selfLink": name} if fw is not None else _not_found(name)
+
     def region_get(self, g, q, body):
         return {"kind": "compute#region", "name": g["r"], "status": "UP",
                 "quotas": self.s.region_quotas.get(g["r"], [])}
@@ -411,6 +422,15 @@ class _App:
         versions = self.s.secrets[name]["versions"]
         versions.append(base64.b64decode(body["payload"]["data"]))
         return {"name": f"projects/{PROJECT_NUMBER}/secrets/{g['id']}/versions/{len(versions)}", "state": "ENABLED"}
+
+    def secret_get(self, g, q, body):
+        name = f"projects/{g['p']}/secrets/{g['id']}"
+        s = self.s.secrets.get(name)
+        return s["secret"] if s is not None else _not_found(name)
+
+    def secret_delete(self, g, q, body):
+        name = f"projects/{g['p']}/secrets/{g['id']}"
+        return {} if self.s.secrets.pop(name, None) is not None else _not_found(name)
 
     def secret_access(self, g, q, body):
         name = f"projects/{g['p']}/secrets/{g['id']}"

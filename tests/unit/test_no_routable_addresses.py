@@ -21,6 +21,7 @@ DOCUMENTATION = [ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0
 ALLOWED = {
     # Google's metadata server is link-local: the VM boot script's fetch_secret asks it for a token.
     "169.254.169.254": "GCE metadata server (link-local, only on the VM)",
+    "35.235.240.0": "Google IAP TCP forwarding's source range (a firewall rule's CIDR, never connected to)",
 }
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?!\.?\d)")
 

@@ -208,13 +208,20 @@ class RunDir:
 
     @classmethod
     def create(cls, root: Path, run_id: str) -> RunDir:
-        path = root / run_id
-        n = 1
-        while path.exists():  # two sweeps started in the same second
-            n += 1
-            path = root / f"{run_id}-{n}"
-        path.mkdir(parents=True)
-        return cls(path)
+        """A new, empty directory ``root/run_id``, or ``run_id-2``, ``-3``... when that is taken.
+
+        mkdir is the claim (atomic): two sweeps started in the same second, in threads or processes, never
+        share a directory, and nobody checks-then-creates.
+        """
+        root.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 10_000):
+            path = root / (run_id if n == 1 else f"{run_id}-{n}")
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            return cls(path)
+        raise ConfigError(f"Could not create a new run directory for {run_id} under {root}: 9,999 are taken.")
 
     @classmethod
     def open(cls, ref: str, root: Path | None = None) -> RunDir:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import cache
 from importlib import resources
@@ -68,16 +69,39 @@ def accelerators() -> dict[str, Accelerator]:
     return {name: Accelerator(name=name, **entry) for name, entry in _raw().items()}
 
 
+@cache
+def alias_table() -> dict[str, str]:
+    """Every name an accelerator goes by (catalog key and aliases, lower case) -> its catalog key.
+
+    The one alias table: plan, cost and capacity all resolve accelerator names through it.
+    """
+    table: dict[str, str] = {}
+    for name, entry in _raw().items():
+        for alias in (name, *entry.get("aliases", [])):
+            table[alias.lower()] = name
+    return table
+
+
+def resolve_accelerator(name: str) -> tuple[Accelerator, int | None]:
+    """An accelerator name -> (accelerator, devices the name implies, if any).
+
+    ``l4``, ``nvidia-l4``, ``tpu-v6e``, ``v6e``, ``trillium`` name a device; a TPU slice name (``v6e-4``,
+    ``tpu-v6e-4``) also says how many chips. Raises ConfigError listing the valid names when there is none.
+    """
+    key = name.strip().lower()
+    table, all_ = alias_table(), accelerators()
+    if key in table:
+        return all_[table[key]], None
+    m = re.fullmatch(r"(.+)-(\d{1,4})", key)
+    if m and m.group(1) in table and all_[table[m.group(1)]].kind == "tpu" and int(m.group(2)) >= 1:
+        return all_[table[m.group(1)]], int(m.group(2))
+    raise ConfigError(f"Unknown accelerator '{name}'; choose one of: {', '.join(sorted(all_))} (or an alias: "
+                      f"{', '.join(sorted(set(table) - set(all_)))}; a TPU slice as v6e-4).")
+
+
 def get_accelerator(name: str) -> Accelerator:
-    """The accelerator called ``name`` (or one of its aliases, case-insensitive).
+    """The accelerator called ``name`` (its key, an alias or a TPU slice name, case-insensitive).
 
     Raises ConfigError listing the valid names when there is none.
     """
-    key = name.strip().lower()
-    all_ = accelerators()
-    if key in all_:
-        return all_[key]
-    for acc in all_.values():
-        if key in (a.lower() for a in acc.aliases):
-            return acc
-    raise ConfigError(f"Unknown accelerator '{name}'; choose one of: {', '.join(sorted(all_))}.")
+    return resolve_accelerator(name)[0]

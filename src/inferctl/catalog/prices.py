@@ -222,12 +222,25 @@ def _profile_price(name: str, tier: str, catalog: dict[str, PriceEntry]) -> Hard
     return _from_entry(catalog[key], tier, catalog, label=name)
 
 
-# Short names people type for whole deployments (accelerator catalog names and aliases).
-_ALIASES = {"l4": "cloudrun-l4", "nvidia-l4": "cloudrun-l4", "rtx-pro-6000": "cloudrun-rtx-pro-6000",
-            "rtx6000": "cloudrun-rtx-pro-6000", "nvidia-rtx-pro-6000": "cloudrun-rtx-pro-6000",
-            "g2": "gce-g2-standard-8", "a100": "gce-a2-highgpu-1g", "a100-40": "gce-a2-highgpu-1g",
-            "a100-80": "gce-a2-ultragpu-1g", "h100": "gce-a3-highgpu-1g", "h200": "gce-a3-ultragpu-8g",
-            "v5e": "tpu-v5e-1", "v6e": "tpu-v6e-1"}
+# The deployment an accelerator's name stands for when priced whole (keyed by accelerator catalog key; every
+# alias of it resolves through the accelerator catalog's one alias table). A TPU is priced as its slice:
+# tpu-v6e, v6e and trillium -> tpu-v6e-1; v6e-4 and tpu-v6e-4 -> tpu-v6e-4.
+_DEPLOYMENT_OF = {"l4": "cloudrun-l4", "rtx-pro-6000": "cloudrun-rtx-pro-6000", "a100-40": "gce-a2-highgpu-1g",
+                  "a100-80": "gce-a2-ultragpu-1g", "h100": "gce-a3-highgpu-1g", "h200": "gce-a3-ultragpu-8g"}
+_MACHINE_FAMILIES = {"g2": "gce-g2-standard-8"}  # a GCE family name prices its smallest machine
+
+
+def _accelerator_key(name: str) -> str | None:
+    """The price key of a whole deployment an accelerator name stands for (None: not an accelerator)."""
+    from inferctl.catalog.accelerators import resolve_accelerator
+
+    try:
+        acc, devices = resolve_accelerator(name)
+    except ConfigError:
+        return None
+    if acc.kind == "tpu":
+        return f"{acc.name}-{devices or 1}"
+    return _DEPLOYMENT_OF.get(acc.name)
 
 
 def hardware_names() -> list[str]:
@@ -238,7 +251,9 @@ def hardware_names() -> list[str]:
         profiles = profile_names()
     except ConfigError:
         profiles = []
-    return sorted({*prices(), *profiles, *_ALIASES})
+    from inferctl.catalog.accelerators import alias_table
+
+    return sorted({*prices(), *profiles, *_MACHINE_FAMILIES, *(a for a in alias_table() if _accelerator_key(a))})
 
 
 def hardware_price(name: str, tier: str = "on-demand") -> HardwarePrice:
@@ -250,13 +265,16 @@ def hardware_price(name: str, tier: str = "on-demand") -> HardwarePrice:
     """
     _tier_field(tier)
     catalog = prices()
+    accelerator_key = _MACHINE_FAMILIES.get(name) or _accelerator_key(name)  # "tpu-v6e" is a slice, like "v6e"
+    if accelerator_key is not None and accelerator_key in catalog:
+        return _from_entry(catalog[accelerator_key], tier, catalog, label=name)
     if name in catalog:
         return _from_entry(catalog[name], tier, catalog)
     from inferctl.profiles.profile import is_profile
 
     if is_profile(name):
         return _profile_price(name, tier, catalog)
-    for candidate in (_ALIASES.get(name), f"gce-{name}", f"tpu-{name}"):
+    for candidate in (f"gce-{name}", f"tpu-{name}"):
         if candidate and candidate in catalog:
             return _from_entry(catalog[candidate], tier, catalog, label=name)
     raise ConfigError(f"Unknown hardware '{name}'; use a price key, a profile or an accelerator: "

@@ -21,7 +21,8 @@ def _gb(n: float) -> str:
 
 def capacity(
     accelerator: Annotated[str, typer.Option("--accelerator", "-a",
-                                             help="nvidia-l4, nvidia-rtx-pro-6000, v6e or v5e.")],
+                                             help="l4, rtx-pro-6000, v6e or v5e (or any alias: nvidia-l4, "
+                                                  "tpu-v6e, v6e-4...).")],
     regions: Annotated[str | None, typer.Option("--regions", show_default=False,
                                                 help="Comma-separated regions (default: all offered).")] = None,
     platform: Annotated[list[str] | None, typer.Option("--platform", show_default=False,

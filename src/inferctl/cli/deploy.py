@@ -77,7 +77,9 @@ def render_status(st) -> None:
             ("revision", st.revision), ("accelerator", st.accelerator), ("machine type", st.machine_type),
             ("instances", f"{st.min_instances}..{st.max_instances}" if st.min_instances is not None else None),
             ("authenticated", None if st.authenticated is None else ("yes" if st.authenticated else "NO (public)")),
-            ("created by inferctl", ("yes" if st.managed else "no") if st.exists else None)]
+            ("created by inferctl", ("yes" if st.managed else "no") if st.exists else None),
+            ("created with it", ", ".join(st.created_with)), ("network access", st.network_access),
+            ("reach it", st.access_hint)]
     for key, value in rows:
         if value:
             c.print(f"  {key:20} {value}", markup=False)
@@ -117,13 +119,16 @@ def destroy(
     yes: YesOpt = False,
     force: ForceOpt = False,
     project: ProjectOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be deleted; delete nothing.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete the profile's service / VM / queued resource — only that one, and only if inferctl created it."""
+    """Delete the profile's service / VM / queued resource and what its deploy created beside it (API-key
+    secret, firewall rule) — only those, and only if they are this profile's."""
     from inferctl.ops.lifecycle import destroy_deployment
 
-    confirm(f"Delete the resource of profile {profile}?", yes)
-    result = run(lambda: destroy_deployment(profile, project=project, force=force))
+    if not dry_run:
+        confirm(f"Delete the resource of profile {profile}?", yes)
+    result = run(lambda: destroy_deployment(profile, project=project, force=force, dry_run=dry_run))
     emit(result, as_json, lambda r: console().print(r.detail, markup=False))
 
 

@@ -13,8 +13,8 @@ from inferctl.cli.common import fail
 def mcp(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
                                        "stdio.")] = False,
-    host: Annotated[str, typer.Option("--host", help="HTTP bind address; anything but loopback needs "
-                                      "--token-env.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option("--host", help="HTTP bind address; anything but loopback, and "
+                                      "--allow-write anywhere, needs --token-env.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP port.", min=1, max=65535)] = 8765,
     allow_write: Annotated[bool, typer.Option("--allow-write", help="List the tools that change things (deploy, "
                                               "scale, destroy, start_benchmark, set_hf_token, local engine).")] = False,

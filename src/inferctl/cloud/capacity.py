@@ -184,6 +184,7 @@ async def _gather(jobs: list[Any]) -> list[CapacityRow]:
 async def find_capacity(ctx: CloudContext, accelerator: str, *, regions: list[str] | None = None,
                         platforms: list[CapacityPlatform] | None = None) -> CapacityReport:
     """Offered locations and quota left for ``accelerator`` (nvidia-l4, nvidia-rtx-pro-6000, v6e, v5e)."""
+    asked, accelerator = accelerator, cloud_name(accelerator)
     notes = ["Quota is not capacity: a location with quota can still be out of stock."]
     rows: list[CapacityRow] = []
     if accelerator in GPUS:
@@ -196,8 +197,27 @@ async def find_capacity(ctx: CloudContext, accelerator: str, *, regions: list[st
     elif accelerator in TPUS:
         rows += await tpu_rows(ctx, accelerator, regions)
         notes.append("TPU quota is the per-zone limit in chips; usage is not exposed by the Cloud Quotas API.")
-    else:
-        raise ConfigError(f"Unknown accelerator '{accelerator}'; use one of "
-                          f"{', '.join([*GPUS, *TPUS])}.")
     rows.sort(key=lambda r: (not r.offered, -(r.available or 0), r.platform, r.location))
-    return CapacityReport(accelerator=accelerator, project=ctx.project, rows=rows, notes=notes)
+    return CapacityReport(accelerator=asked, project=ctx.project, rows=rows, notes=notes)
+
+
+def cloud_name(name: str) -> str:
+    """Any accelerator name the catalog knows (l4, nvidia-l4, tpu-v6e, v6e, v6e-4...) -> the name the capacity
+    APIs use (nvidia-l4, v6e). The catalog's alias table decides; this only picks the cloud's spelling."""
+    from inferctl.catalog import resolve_accelerator
+
+    try:
+        acc, _ = resolve_accelerator(name)
+    except ConfigError:
+        acc = None
+    for candidate in ([acc.name, *acc.aliases] if acc else []):
+        if candidate in GPUS or candidate in TPUS:
+            return candidate
+    known = ", ".join(sorted(_names_with_capacity()))
+    raise ConfigError(f"Unknown accelerator '{name}' for a capacity lookup; use one of {known} (or an alias).")
+
+
+def _names_with_capacity() -> list[str]:
+    from inferctl.catalog.accelerators import accelerators
+
+    return [a.name for a in accelerators().values() if any(n in GPUS or n in TPUS for n in [a.name, *a.aliases])]

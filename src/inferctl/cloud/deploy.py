@@ -163,6 +163,7 @@ async def wait_ready(ctx: CloudContext, profile: Profile, *, progress: Progress 
                                     "another zone from `inferctl capacity` or a longer valid_until_s.")
             raise DeployFailed(f"{st.resource_name} failed: {reason}")
         if time.monotonic() >= deadline:
-            raise CloudTimeout(f"{st.resource_name} is still {st.state or st.phase} after {timeout:.0f}s; check "
-                               f"`inferctl describe {profile.name}` and `inferctl logs --target {profile.name}`.")
+            raise CloudTimeout(f"{st.resource_name} is still {st.state or st.phase} after {timeout:.0f}s; check its "
+                               f"state and logs (CLI: `inferctl describe {profile.name}`, `inferctl logs --target "
+                               f"{profile.name}`).")
         await anyio.sleep(poll)

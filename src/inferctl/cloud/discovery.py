@@ -53,7 +53,8 @@ def profile_target(name: str, *, ctx: CloudContext | None = None):  # -> inferct
     async def discover():
         st = await deploy.describe(ctx, profile)
         if not st.exists:
-            raise ConfigError(f"Profile '{name}' is not deployed; run `inferctl deploy {name} --apply` first.")
+            raise ConfigError(f"Profile '{name}' is not deployed; deploy it first (CLI: `inferctl deploy {name} "
+                              "--apply`).")
         url = st.url or st.internal_url
         if st.phase != "ready" or not url:
             raise ConfigError(f"Profile '{name}' is {st.state or st.phase}" + (f" ({st.reason})" if st.reason else "")

@@ -12,11 +12,12 @@ from typing import Any
 
 from inferctl.cloud.clients import CloudContext, to_dict
 from inferctl.cloud.errors import ResourceNotFound
+from inferctl.cloud.ownership import CREATED_KEY, firewall_marker, firewall_name, record, recorded
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
 from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
 from inferctl.cloud.startup import startup_script
 from inferctl.cloud.status import DeploymentStatus, is_managed
-from inferctl.profiles.profile import MANAGED_LABEL, MANAGED_VALUE, Profile
+from inferctl.profiles.profile import Profile
 
 IMAGE_PROJECT = "deeplearning-platform-release"
 IMAGE_FAMILY = "common-cu129-ubuntu-2204-nvidia-580"  # Deep Learning VM: NVIDIA driver + Docker + toolkit
@@ -27,10 +28,6 @@ def network_tag(profile: Profile) -> str:
     return f"inferctl-{profile.resource_id}"[:63]
 
 
-def firewall_name(profile: Profile) -> str:
-    return f"inferctl-{profile.resource_id}-{profile.port}"[:63]
-
-
 def instance_name(profile: Profile) -> str:
     return f"projects/{profile.project}/zones/{profile.location}/instances/{profile.resource_id}"
 
@@ -38,7 +35,7 @@ def instance_name(profile: Profile) -> str:
 def firewall_body(profile: Profile) -> dict[str, Any]:
     return {
         "name": firewall_name(profile),
-        "description": f"vLLM port of {profile.resource_id}; {MANAGED_LABEL}={MANAGED_VALUE}",
+        "description": f"vLLM port of {profile.resource_id}; {firewall_marker(profile)}",
         "network": f"global/networks/{profile.network}",
         "direction": "INGRESS",
         "sourceRanges": list(profile.allowed_source_ranges),
@@ -63,11 +60,13 @@ def instance_body(profile: Profile) -> dict[str, Any]:
             "sourceImage": f"projects/{IMAGE_PROJECT}/global/images/family/{IMAGE_FAMILY}",
             "diskSizeGb": str(profile.boot_disk_gb), "diskType": f"zones/{zone}/diskTypes/pd-balanced"}}],
         "networkInterfaces": [{"network": f"global/networks/{profile.network}",
-                               "accessConfigs": [{"name": "External NAT", "type": "ONE_TO_ONE_NAT"}]}],
+                               **({"accessConfigs": [{"name": "External NAT", "type": "ONE_TO_ONE_NAT"}]}
+                                  if profile.external_ip else {})}],  # tunnel (default): no external IP
         "scheduling": scheduling,
         "serviceAccounts": [{"email": profile.service_account or "default", "scopes": [SCOPE]}],
         "metadata": {"items": [{"key": "startup-script", "value": startup_script(profile)},
-                               {"key": "install-nvidia-driver", "value": "True"}]},
+                               {"key": "install-nvidia-driver", "value": "True"},
+                               {"key": CREATED_KEY, "value": record(profile)}]},
     }
     if not (profile.machine_type or "").startswith(("g2-", "a2-", "a3-", "a4-")):
         # GPUs are bundled with accelerator-optimized shapes; other shapes attach them explicitly
@@ -101,9 +100,10 @@ def gcloud(profile: Profile) -> list[str]:
     parts = ["compute", "instances", "create", p.resource_id, f"--project={p.project}", f"--zone={p.location}",
              f"--machine-type={p.machine_type}", f"--image-family={IMAGE_FAMILY}", f"--image-project={IMAGE_PROJECT}",
              f"--boot-disk-size={p.boot_disk_gb}GB", "--boot-disk-type=pd-balanced", "--maintenance-policy=TERMINATE",
-             f"--tags={network_tag(p)}", f"--scopes={SCOPE}",
+             f"--tags={network_tag(p)}", f"--scopes={SCOPE}", *([] if p.external_ip else ["--no-address"]),
              "--labels=" + ",".join(f"{k}={v}" for k, v in sorted(p.resource_labels().items())),
-             "--metadata=install-nvidia-driver=True", "--metadata-from-file=startup-script=startup.sh"]
+             f"--metadata=install-nvidia-driver=True,{CREATED_KEY}={record(p)}",
+             "--metadata-from-file=startup-script=startup.sh"]
     if p.spot:
         parts += ["--provisioning-model=SPOT", "--instance-termination-action=STOP"]
     if p.service_account:
@@ -141,12 +141,15 @@ def status(profile: Profile, inst: dict[str, Any] | None) -> DeploymentStatus:
              "STOPPING": "stopped", "DEPROVISIONING": "deleting"}.get(state or "", "pending")
     external, internal = addresses(inst)
     mt = (inst.get("machineType") or "").rsplit("/", 1)[-1] or None
+    meta = {i.get("key"): i.get("value") for i in (inst.get("metadata") or {}).get("items") or []}
     return DeploymentStatus(
         **base, exists=True, phase=phase, state=state, reason=inst.get("statusMessage") or None,
         url=f"http://{external}:{profile.port}" if external else None,
         internal_url=f"http://{internal}:{profile.port}" if internal else None,
         accelerator=f"{profile.accelerator_count}x {profile.accelerator}", machine_type=mt,
-        labels=inst.get("labels") or {}, managed=is_managed(inst.get("labels")))
+        labels=inst.get("labels") or {}, managed=is_managed(inst.get("labels")),
+        network_access=profile.network_access, access_hint=profile.access_hint(),
+        created_with=recorded(meta.get(CREATED_KEY)))
 
 
 async def delete(ctx: CloudContext, profile: Profile) -> None:
@@ -154,11 +157,19 @@ async def delete(ctx: CloudContext, profile: Profile) -> None:
     op = await ctx.call(client.delete, f"delete VM {profile.resource_id}", project=profile.project,
                         zone=profile.location, instance=profile.resource_id)
     await wait_op(ctx, op, f"delete VM {profile.resource_id}")
-    if profile.allowed_source_ranges:
-        fw = ctx.firewalls()
-        with contextlib.suppress(ResourceNotFound):
-            await ctx.call(fw.delete, f"delete firewall {firewall_name(profile)}", project=profile.project,
-                           firewall=firewall_name(profile))
+
+
+async def get_firewall(ctx: CloudContext, project: str, name: str) -> dict[str, Any] | None:
+    try:
+        return to_dict(await ctx.call(ctx.firewalls().get, f"get firewall {name}", project=project, firewall=name))
+    except ResourceNotFound:
+        return None
+
+
+async def delete_firewall(ctx: CloudContext, project: str, name: str) -> None:
+    with contextlib.suppress(ResourceNotFound):
+        op = await ctx.call(ctx.firewalls().delete, f"delete firewall {name}", project=project, firewall=name)
+        await wait_op(ctx, op, f"delete firewall {name}")
 
 
 async def set_machine_type(ctx: CloudContext, profile: Profile, machine_type: str) -> None:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.errors import AlreadyExists, ResourceNotFound
+from inferctl.cloud.ownership import owner_labels
 from inferctl.cloud.requests import GENERATED, PlannedRequest, gcloud_command
 from inferctl.cloud.startup import api_key_secret
 from inferctl.errors import ConfigError
@@ -38,9 +39,10 @@ def api_key_requests(profile: Profile) -> list[PlannedRequest]:
     """Create the server's API-key secret and its first version (skipped when it already exists)."""
     name = api_key_secret(profile)
     parent = f"projects/{profile.project}"
+    body = {**secret_body(), "labels": owner_labels(profile)}  # this deployment's own: destroy deletes it
     return [
         PlannedRequest(api="secretmanager", method="secrets.create", parent=parent, collection="secrets",
-                       resource_id=name, id_param="secretId", body=secret_body(), skip_if_exists=True,
+                       resource_id=name, id_param="secretId", body=body, skip_if_exists=True,
                        why="A secret for the vLLM server's API key (kept if it already exists)."),
         PlannedRequest(api="secretmanager", method="secrets.addVersion", parent=f"{parent}/secrets/{name}",
                        collection=":addVersion", resource_id=name, body={"payload": {"data": GENERATED}},
@@ -52,9 +54,27 @@ def api_key_requests(profile: Profile) -> list[PlannedRequest]:
 def api_key_gcloud(profile: Profile) -> list[str]:
     name = api_key_secret(profile)
     return [gcloud_command("secrets", "create", name, f"--project={profile.project}",
-                           "--replication-policy=automatic", f"--labels={MANAGED_LABEL}={MANAGED_VALUE}"),
+                           "--replication-policy=automatic",
+                           "--labels=" + ",".join(f"{k}={v}" for k, v in owner_labels(profile).items())),
             "python3 -c 'import secrets; print(secrets.token_urlsafe(32), end=\"\")' | "
             + gcloud_command("secrets", "versions", "add", name, f"--project={profile.project}", "--data-file=-")]
+
+
+async def get_secret(ctx: CloudContext, name: str) -> dict[str, Any] | None:
+    """A secret's metadata (labels...), never its value; None when it does not exist."""
+    from inferctl.cloud.clients import to_dict
+
+    try:
+        return to_dict(await ctx.call(ctx.secrets().get_secret, f"get secret {name}", name=name))
+    except ResourceNotFound:
+        return None
+
+
+async def delete_secret(ctx: CloudContext, name: str) -> None:
+    import contextlib
+
+    with contextlib.suppress(ResourceNotFound):
+        await ctx.call(ctx.secrets().delete_secret, f"delete secret {name}", name=name)
 
 
 def new_api_key() -> bytes:

@@ -16,6 +16,15 @@ from inferctl.profiles.profile import Profile
 from inferctl.profiles.serve import serve_args
 
 CONTAINER = "vllm"
+AUTH_DIR = "/opt/inferctl"
+AUTH_MODULE = "inferctl_vm_auth"
+
+
+def _auth_source() -> str:
+    """cloud/vm_auth.py, as written onto the VM (stdlib only; it runs inside the vLLM image)."""
+    from importlib import resources
+
+    return resources.files("inferctl.cloud").joinpath("vm_auth.py").read_text(encoding="utf-8")
 
 # The value never passes through a bare `$(...)`: that would strip its trailing newlines, and anything
 # the helper printed to stdout would become part of it. Python appends a "." after the decoded bytes,
@@ -62,9 +71,15 @@ def startup_script(profile: Profile) -> str:
         _FETCH.strip(),
         f"fetch_secret VLLM_API_KEY {q(api_key_secret(profile))}",
         "export VLLM_API_KEY",
+        # every route but /health behind the key (vLLM's --api-key guards /v1 only): see cloud/vm_auth.py
+        f"mkdir -p {AUTH_DIR}",
+        f"cat > {AUTH_DIR}/{AUTH_MODULE}.py <<'INFERCTL_AUTH_EOF'",
+        _auth_source().rstrip("\n"),
+        "INFERCTL_AUTH_EOF",
     ]
     docker = ["docker", "run", "-d", "--name", CONTAINER, "--restart", "unless-stopped", "--ipc=host",
-              "-p", f"{profile.port}:{profile.port}", "-e", "VLLM_API_KEY"]
+              "-p", f"{profile.port}:{profile.port}", "-e", "VLLM_API_KEY",
+              "-v", f"{AUTH_DIR}:{AUTH_DIR}:ro", "-e", f"PYTHONPATH={AUTH_DIR}"]
     if profile.model.hf_token_secret and profile.model.hf_repo:
         lines += [f"fetch_secret HF_TOKEN {q(profile.model.hf_token_secret)}", "export HF_TOKEN"]
         docker += ["-e", "HF_TOKEN"]
@@ -87,7 +102,7 @@ def startup_script(profile: Profile) -> str:
         docker += ["-v", f"{profile.model.mount_path}:{profile.model.mount_path}:ro", "-e", "HF_HUB_OFFLINE=1"]
     for name, value in sorted(profile.vllm.env.items()):
         docker += ["-e", f"{name}={value}"]
-    docker += [profile.image, *_entry(profile), *serve_args(profile)]
+    docker += [profile.image, *_entry(profile), *serve_args(profile), "--middleware", f"{AUTH_MODULE}.RequireKey"]
     lines += [
         f"docker rm -f {CONTAINER} >/dev/null 2>&1 || true",
         " ".join(q(part) for part in docker),

@@ -37,6 +37,10 @@ class DeploymentStatus(BaseModel):
     max_instances: int | None = Field(default=None, description="Cloud Run maximum instances.")
     labels: dict[str, str] = Field(default_factory=dict, description="Labels on the resource.")
     managed: bool = Field(description="Created by inferctl (carries managed-by=inferctl).")
+    network_access: str | None = Field(default=None, description="VM / TPU: tunnel (no external IP) or external.")
+    access_hint: str | None = Field(default=None, description="VM / TPU: how to reach the server.")
+    created_with: list[str] = Field(default_factory=list, description="VM / TPU: what deploy created beside it "
+                                    "(API-key secret, firewall rule), as recorded on it; destroy deletes these.")
     authenticated: bool | None = Field(default=None, description="Cloud Run: callers need IAM (not public).")
 
 

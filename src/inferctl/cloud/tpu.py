@@ -11,6 +11,7 @@ from typing import Any
 
 from inferctl.cloud.clients import CloudContext, to_dict
 from inferctl.cloud.errors import ResourceNotFound
+from inferctl.cloud.ownership import CREATED_KEY, record, recorded
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
 from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
 from inferctl.cloud.startup import startup_script
@@ -52,10 +53,10 @@ def queued_resource_body(profile: Profile) -> dict[str, Any]:
     node: dict[str, Any] = {
         "acceleratorType": profile.accelerator,
         "runtimeVersion": profile.runtime_version,
-        "networkConfig": {"network": profile.network, "enableExternalIps": True},
+        "networkConfig": {"network": profile.network, "enableExternalIps": profile.external_ip},
         "labels": profile.resource_labels(),
         "tags": [network_tag(profile)],
-        "metadata": {"startup-script": startup_script(profile)},
+        "metadata": {"startup-script": startup_script(profile), CREATED_KEY: record(profile)},
         "serviceAccount": {"scope": [SCOPE], **({"email": profile.service_account} if profile.service_account
                                                 else {})},
     }
@@ -98,7 +99,8 @@ def gcloud(profile: Profile) -> list[str]:
     parts = ["compute", "tpus", "queued-resources", "create", p.resource_id, f"--project={p.project}",
              f"--zone={p.location}", f"--node-id={node_id(p)}", f"--accelerator-type={p.accelerator}",
              f"--runtime-version={p.runtime_version}", f"--valid-until-duration={p.valid_until_s}s",
-             "--metadata-from-file=startup-script=startup.sh"]
+             f"--metadata={CREATED_KEY}={record(p)}", "--metadata-from-file=startup-script=startup.sh",
+             *([] if p.external_ip else ["--internal-ips"])]
     if p.spot:
         parts.append("--spot")
     out.append(gcloud_command(*parts))
@@ -152,7 +154,10 @@ def status(profile: Profile, qr: dict[str, Any] | None, node: dict[str, Any] | N
     reason = failure_reason(qr) if phase == "failed" else STATE_DESCRIPTIONS.get(state)
     return DeploymentStatus(**base, exists=True, phase=phase, state=state, reason=reason, url=url,
                             internal_url=internal, accelerator=spec_node.get("acceleratorType"),
-                            labels=labels, managed=is_managed(labels))
+                            labels=labels, managed=is_managed(labels),
+                            network_access=profile.network_access, access_hint=profile.access_hint(),
+                            created_with=recorded(((node or {}).get("metadata") or spec_node.get("metadata")
+                                                   or {}).get(CREATED_KEY)))
 
 
 async def delete(ctx: CloudContext, profile: Profile) -> None:

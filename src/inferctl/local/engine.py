@@ -113,7 +113,7 @@ def check_port_free(port: int, host: str = HOST) -> None:
             if exc.errno in (errno.EADDRINUSE, errno.EACCES):
                 raise LocalEngineError(
                     f"Port {port} on {host} is already in use; stop whatever listens there "
-                    f"or choose another port with --port."
+                    f"(CLI: or choose another port with --port)."
                 ) from None
             raise LocalEngineError(f"Cannot bind {host}:{port}: {exc.strerror}.") from None
 

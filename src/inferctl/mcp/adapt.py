@@ -44,17 +44,48 @@ def scrub(text: str) -> str:
     return text
 
 
+# The use cases' error sentences are written for the CLI and name its flags; a tool speaks its own argument
+# names. A flag becomes the tool's argument of the same name (--price-per-hour -> price_per_hour), or its
+# counterpart below; a hint only the CLI can follow is written "(CLI: ...)" at the source and dropped here.
+FLAG_ALIASES = {"concurrency": "concurrencies", "context": "contexts", "label": "labels", "slo": "slos",
+                "tp": "count", "min": "min_instances", "max": "max_instances", "run": "run_id"}
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?:/--([a-z][a-z0-9-]*))?")
+_CLI_ONLY = re.compile(r"\s*\(CLI: [^()]*\)")
+
+
+def speak_tool(message: str, params: set[str]) -> str:
+    """``message`` with CLI flags rewritten as the tool's argument names, CLI-only hints removed."""
+
+    def name(flag: str) -> str | None:
+        for cand in (flag.replace("-", "_"), FLAG_ALIASES.get(flag)):
+            if cand in params:
+                return cand
+        return None
+
+    def sub(m: re.Match) -> str:
+        first, second = name(m.group(1)), name(m.group(2)) if m.group(2) else None
+        if first and (second or not m.group(2)):
+            return first + (f"/{second}" if second else "")
+        return m.group(0)
+
+    return _FLAG.sub(sub, _CLI_ONLY.sub("", message))
+
+
 def guard(timeout: float = TOOL_TIMEOUT_S) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Decorate a tool: InferctlError -> ToolError (same sentence), and a hard time limit."""
 
     def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        import inspect
+
+        params = set(inspect.signature(fn).parameters)
+
         @functools.wraps(fn)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 with anyio.fail_after(timeout):
                     return await fn(*args, **kwargs)
             except InferctlError as exc:
-                raise ToolError(scrub(str(exc))) from None
+                raise ToolError(scrub(speak_tool(str(exc), params))) from None
             except ValidationError as exc:  # arguments that pass the schema but not a model deeper down
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "input"
@@ -75,6 +106,31 @@ async def in_thread(fn: Callable[[], R]) -> R:
     Abandoned on cancellation so the call's time limit holds even when the work itself cannot be stopped.
     """
     return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+
+
+async def in_thread_stoppable(fn: Callable[[Callable[[], None]], R], *, seconds: float, what: str) -> R:
+    """Run ``fn(check)`` off the event loop; ``check()`` raises once the call is cancelled or ``seconds`` pass.
+
+    For long CPU work (the simulator) that calls ``check`` as it goes: an abandoned thread cannot be killed,
+    so it stops itself, and a timed-out or cancelled call does not keep a core busy after it answered.
+    """
+    import threading
+    import time
+
+    cancelled = threading.Event()
+    until = time.monotonic() + seconds
+
+    def check() -> None:
+        if cancelled.is_set():
+            raise InferctlError(f"{what} was cancelled and stopped.")
+        if time.monotonic() > until:
+            raise InferctlError(f"{what} did not finish within {seconds:.0f} s and was stopped; ask for a smaller "
+                                "grid (fewer or smaller concurrencies and contexts, fewer output_tokens).")
+
+    try:
+        return await in_thread(lambda: fn(check))
+    finally:
+        cancelled.set()
 
 
 async def resolve(name: str | None, model: str | None = None):

@@ -3,6 +3,7 @@
     build_server(Policy(allow_write=False))   # the tools the policy permits, every resource and prompt
     serve_stdio(policy)                       # what `inferctl mcp` runs
     serve_http(policy, host, port, token)     # `inferctl mcp --http`: streamable HTTP, bearer-token guarded
+                                              # (a token is required off loopback, and with --allow-write)
 
 Tools live in tools_observe (endpoints), tools_runs (benchmarks, runs, planning), tools_reports (report,
 compare, cost) and tools_cloud (Google Cloud); policy.py says which are listed. Nothing here writes to
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 
 from inferctl import __version__
 from inferctl.errors import InferctlError
@@ -41,6 +42,18 @@ class InferctlServer(MCPServer):
     def __init__(self, policy: Policy, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.policy = policy
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Refuse unknown argument names: the SDK drops them, so a misspelled one would silently run the default."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and arguments:
+            fields = tool.fn_metadata.arg_model.model_fields
+            accepted = {f.alias or n for n, f in fields.items()} - {tool.context_kwarg}
+            unknown = sorted(k for k in arguments if k not in accepted)
+            if unknown:
+                raise ToolError(f"{name} has no argument {', '.join(repr(k) for k in unknown)}; its arguments are: "
+                                f"{', '.join(sorted(accepted)) or 'none'}.")
+        return await super().call_tool(name, arguments, context)
 
 
 def all_tools() -> list[ToolSpec]:
@@ -196,10 +209,30 @@ def serve_stdio(policy: Policy) -> None:
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+WRITE_NEEDS_TOKEN = ("--allow-write over HTTP needs a bearer token, on loopback too (any local process or a "
+                     "DNS-rebinding web page could otherwise deploy or destroy); put a long random token in an "
+                     "environment variable, e.g. `export INFERCTL_MCP_TOKEN=$(openssl rand -hex 32)`, and pass "
+                     "--token-env INFERCTL_MCP_TOKEN.")
+
+
+def check_http_policy(policy: Policy, *, host: str, token: str | None) -> None:
+    """Refuse to serve HTTP without a token off loopback, or with write tools anywhere."""
+    from inferctl.errors import ConfigError
+
+    if token:
+        return
+    if policy.allow_write:
+        raise ConfigError(WRITE_NEEDS_TOKEN)
+    if host not in LOOPBACK:
+        raise ConfigError(f"Refusing to serve MCP on {host} without a bearer token; pass --token-env VAR naming an "
+                          "environment variable that holds one, or bind to 127.0.0.1.")
+
+
 def http_app(policy: Policy, *, host: str, token: str | None):
     """The streamable-HTTP Starlette app, behind a bearer-token check when ``token`` is set."""
     from mcp.server.transport_security import TransportSecuritySettings
 
+    check_http_policy(policy, host=host, token=token)
     server = build_server(policy)
     # On loopback the SDK's own Host/Origin check guards against DNS rebinding. Off loopback every request must
     # carry the token, which a rebinding page cannot add, and the Host check would reject every real hostname.
@@ -232,11 +265,7 @@ def serve_http(policy: Policy, *, host: str, port: int, token: str | None) -> No
     import anyio
     import uvicorn
 
-    if host not in LOOPBACK and not token:
-        from inferctl.errors import ConfigError
-
-        raise ConfigError(f"Refusing to serve MCP on {host} without a bearer token; pass --token-env VAR naming an "
-                          "environment variable that holds one, or bind to 127.0.0.1.")
+    check_http_policy(policy, host=host, token=token)
     configure_logging()
     app = http_app(policy, host=host, token=token)
     log.info("inferctl MCP server on http://%s:%d/mcp (%s%s)", host, port, policy.mode,

@@ -259,15 +259,10 @@ async def destroy_deployment(
     inferctl did not create unless force. dry_run=True (default) says what would be deleted; False deletes
     after the user confirms. Cannot be undone.
     """
-    from inferctl.ops.lifecycle import describe_deployment
     from inferctl.ops.lifecycle import destroy_deployment as op
 
     if dry_run:
-        st = await describe_deployment(profile, project=project)
-        what = ("would be deleted" if st.managed or force else "would be REFUSED (not created by inferctl)") \
-            if st.exists else "does not exist; nothing to delete"
-        out = ChangeResult(profile=profile, action="nothing", resource_name=st.resource_name, status=st,
-                           detail=f"Dry run: {st.resource_name} {what}.")
+        out = await op(profile, project=project, force=force, dry_run=True)
         return result(out, out.detail)
     ctx.mcp_server.policy.require("destructive", "destroy_deployment")
     _confirmed(confirmation)

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from inferctl.mcp.adapt import fmt, guard, in_thread, resolve, result
+from inferctl.mcp.adapt import fmt, guard, in_thread, resolve, result, speak_tool
 from inferctl.mcp.policy import Policy, ToolSpec
 from inferctl.ops.diagnose import LogAnalysis, Remediation
 from inferctl.ops.health import HealthReport
@@ -157,7 +157,9 @@ async def get_model_info(target: TargetArg = None) -> Annotated[CallToolResult, 
     try:
         info.memory = await memory_layout(t)
     except InferctlError as exc:  # the model list is still worth returning
-        info.memory_problem = str(exc)
+        info.memory_problem = speak_tool(str(exc), set())
+    if info.memory and info.memory.note:  # written for the CLI: drop its flag-only hints
+        info.memory.note = speak_tool(info.memory.note, set())
     cc = models.cache_config
     lines = [f"**{models.target}** vLLM {models.version or '?'}: " + ", ".join(f"`{m.id}` ({m.root or '?'}, "
              f"max_model_len {fmt(m.max_model_len)})" for m in models.models),

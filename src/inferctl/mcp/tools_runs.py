@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from inferctl.mcp.adapt import fmt, guard, in_thread, resolve, result
+from inferctl.mcp.adapt import fmt, guard, in_thread, in_thread_stoppable, resolve, result
 from inferctl.mcp.policy import ToolSpec
 from inferctl.mcp.tools_observe import ModelArg, TargetArg
 from inferctl.ops.bench import RunInfo
@@ -23,6 +23,9 @@ RunArg = Annotated[str, Field(pattern=RUN_PATTERN, description="A run id from li
                               "('latest' = the newest), or a job id from start_benchmark.")]
 IntList = Annotated[list[Annotated[int, Field(ge=1, le=1_000_000)]], Field(min_length=1, max_length=16)]
 MAX_WAIT_S = 25
+SIMULATE_DEADLINE_S = 40.0  # the simulator stops itself before the tool's time limit (adapt.TOOL_TIMEOUT_S)
+SIMULATE_NAMES = {"concurrency": "concurrencies", "context": "contexts", "output_tokens": "output_tokens",
+                  "requests": ""}  # the tool's own words in a refusal; it has no requests argument
 
 
 class CellBrief(BaseModel):
@@ -352,12 +355,13 @@ async def simulate_sweep(
     conc = ",".join(map(str, concurrencies or [2**i for i in range(9)]))
     ctxs = ",".join(map(str, contexts or [128, 1024]))
 
-    def go():
+    def go(check):
         spec = spec_from_flags(concurrency=conc, context=ctxs, output_tokens=output_tokens, workers=1)
-        summary = simulate(_config(args), spec, command=["inferctl", "mcp", "simulate_sweep"])
+        summary = simulate(_config(args), spec, command=["inferctl", "mcp", "simulate_sweep"], check=check,
+                           names=SIMULATE_NAMES, profile=profile)
         return trim(_status_of(summary.run_id), None, 24)
 
-    status = await in_thread(go)
+    status = await in_thread_stoppable(go, seconds=SIMULATE_DEADLINE_S, what="simulate_sweep")
     return result(status, _summary(status))
 
 

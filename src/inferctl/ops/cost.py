@@ -18,6 +18,8 @@ def _price(run: Run, hardware: str | None, price_per_hour: float | None, tier: s
                              usd_per_hour=price_per_hour, sources=["--price-per-hour"], verified=True)
     if hardware:
         return hardware_price(hardware, tier)
+    if run.meta.source == "simulated" and (recorded := _simulated_price(run, tier)) is not None:
+        return recorded
     # The run may say what it ran on: an imported --hardware label, or a deployment profile as its target.
     for guess in (run.meta.engine.get("hardware") if isinstance(run.meta.engine, dict) else None,
                   run.meta.target.get("name")):
@@ -28,6 +30,39 @@ def _price(run: Run, hardware: str | None, price_per_hour: float | None, tier: s
                 continue
     raise ConfigError(f"Run {run.run_id} does not say which priced hardware it ran on; pass --hardware "
                       "(a price key such as cloudrun-l4, a profile, or an accelerator) or --price-per-hour.")
+
+
+def _simulated_price(run: Run, tier: str) -> HardwarePrice | None:
+    """A simulated run knows its hardware: the serving configuration (and profile) it recorded.
+
+    The deployment is priced again from the catalog for ``tier`` (a profile as its whole deployment, an
+    accelerator by its catalog deployment of that many devices); a price the simulation was given
+    (``price_source: given``) is reused as it was, per device-hour x devices.
+    """
+    from inferctl.catalog.prices import prices
+    from inferctl.ops.plan import catalog_price
+
+    engine = run.meta.engine if isinstance(run.meta.engine, dict) else {}
+    cfg = engine.get("serving_config") if isinstance(engine.get("serving_config"), dict) else {}
+    accelerator, count = cfg.get("accelerator"), cfg.get("count") or 1
+    if not isinstance(accelerator, str) or not isinstance(count, int):
+        return None
+    per_device = cfg.get("price_per_device_hour")
+    if engine.get("price_source") == "given" and isinstance(per_device, int | float) and per_device > 0:
+        return HardwarePrice(key=f"{accelerator} x{count}", description="the price the simulation was given",
+                             tier=tier, usd_per_hour=round(per_device * count, 6), sources=["simulation input"])
+    profile = engine.get("profile") if isinstance(engine.get("profile"), str) else None
+    if profile:  # a tier the deployment has no price for is said as such (ConfigError), not guessed around
+        return hardware_price(profile, tier)
+    exact = [e for e in prices().values() if e.accelerator == accelerator and e.accelerator_count == count]
+    if exact:  # the catalog has this very deployment (cloudrun-l4, tpu-v6e-4, gce-a3-ultragpu-8g...)
+        return hardware_price(exact[0].key, tier)
+    found = catalog_price(accelerator, count, None, tier)  # else its smallest, per device, x count
+    if found is None:
+        return None
+    per_device, label = found
+    return HardwarePrice(key=f"{accelerator} x{count}", description=label, tier=tier,
+                         usd_per_hour=round(per_device * count, 6), sources=[label])
 
 
 def cost_of(ref: str, *, hardware: str | None = None, price_per_hour: float | None = None,

@@ -1,8 +1,10 @@
 """`describe`, `destroy` and `scale` a deployed profile.
 
 Destroy and scale touch only the one resource the profile names, and refuse a resource that does
-not carry ``managed-by=inferctl`` unless ``force`` is given: inferctl never deletes what it did
-not create by accident (the seed's "create" deleted every other TPU in the zone).
+not carry ``managed-by=inferctl`` and this profile's ``inferctl-profile`` label unless ``force`` is given:
+inferctl never deletes what it did not create, or another profile's, by accident (the seed's "create"
+deleted every other TPU in the zone). Destroy also deletes what that deploy created beside a VM or TPU (its
+API-key secret, its firewall rule), as recorded on the resource (cloud/ownership.py), and nothing else.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from inferctl.cloud.clients import CloudContext
 from inferctl.cloud.errors import NotManaged, ResourceNotFound
+from inferctl.cloud.ownership import firewall_marker, why_not_owned
 from inferctl.cloud.status import DeploymentStatus
 from inferctl.errors import ConfigError
 from inferctl.profiles.profile import Profile, load_profile
@@ -26,6 +29,9 @@ class ChangeResult(BaseModel):
     resource_name: str
     detail: str = Field(description="One sentence for people.")
     status: DeploymentStatus | None = Field(default=None, description="The resource after the change.")
+    resources: list[str] = Field(default_factory=list, description="destroy: every resource deleted (dry run: "
+                                 "that would be), the main one first.")
+    kept: list[str] = Field(default_factory=list, description="destroy: recorded resources left alone, with why.")
 
 
 def _setup(name: str, project: str | None) -> tuple[Profile, CloudContext]:
@@ -44,14 +50,57 @@ async def describe_deployment(name: str, *, project: str | None = None) -> Deplo
     return await describe(ctx, profile)
 
 
-def _refuse_unmanaged(st: DeploymentStatus, force: bool, verb: str) -> None:
-    if not st.managed and not force:
-        raise NotManaged(f"{st.resource_name} was not created by inferctl (no managed-by=inferctl label); refusing "
-                         f"to {verb} it. Pass --force if you really mean it.")
+def _refuse_unowned(st: DeploymentStatus, profile: Profile, force: bool, verb: str) -> None:
+    """Refuse a resource that is not this profile's own (managed-by=inferctl and inferctl-profile=NAME)."""
+    why = why_not_owned(st.labels, profile)
+    if why and not force:
+        raise NotManaged(f"Refusing to {verb} {st.resource_name}: {why}. Pass --force if you really mean it.")
 
 
-async def destroy_deployment(name: str, *, project: str | None = None, force: bool = False) -> ChangeResult:
-    """Delete the profile's service / VM / queued resource (only that one)."""
+async def _extras(ctx: CloudContext, profile: Profile, st: DeploymentStatus) -> tuple[list[str], list[str]]:
+    """What deploy recorded on the resource, split into (ours and present: delete them, kept: with why)."""
+    from inferctl.cloud import gce, secrets
+
+    delete, kept = [], []
+    for name in st.created_with:
+        parts = name.split("/")
+        if len(parts) == 4 and parts[0] == "projects" and parts[2] == "secrets":
+            found = await secrets.get_secret(ctx, name)
+            if found is None:
+                continue
+            why = why_not_owned(found.get("labels"), profile)
+        elif len(parts) == 5 and parts[0] == "projects" and parts[2:4] == ["global", "firewalls"]:
+            found = await gce.get_firewall(ctx, parts[1], parts[4])
+            if found is None:
+                continue
+            why = None if firewall_marker(profile) in (found.get("description") or "") else \
+                "its description does not say it is this profile's"
+        else:
+            kept.append(f"{name} (not a kind inferctl deletes)")
+            continue
+        if why:
+            kept.append(f"{name} ({why})")
+        else:
+            delete.append(name)
+    return delete, kept
+
+
+async def _delete_extra(ctx: CloudContext, name: str) -> None:
+    from inferctl.cloud import gce, secrets
+
+    parts = name.split("/")
+    if parts[2] == "secrets":
+        await secrets.delete_secret(ctx, name)
+    else:
+        await gce.delete_firewall(ctx, parts[1], parts[4])
+
+
+async def destroy_deployment(name: str, *, project: str | None = None, force: bool = False,
+                             dry_run: bool = False) -> ChangeResult:
+    """Delete the profile's service / VM / queued resource and exactly what its deploy created beside it.
+
+    ``dry_run`` deletes nothing and lists what would be deleted (and what would be refused or kept).
+    """
     from inferctl.cloud.deploy import describe, platform_module
 
     profile, ctx = _setup(name, project)
@@ -59,11 +108,24 @@ async def destroy_deployment(name: str, *, project: str | None = None, force: bo
     if not st.exists:
         return ChangeResult(profile=name, action="nothing", resource_name=st.resource_name,
                             detail=f"{st.resource_name} does not exist; nothing to destroy.", status=st)
-    _refuse_unmanaged(st, force, "destroy")
+    why = why_not_owned(st.labels, profile)
+    if dry_run and why and not force:
+        return ChangeResult(profile=name, action="nothing", resource_name=st.resource_name, status=st,
+                            detail=f"Dry run: {st.resource_name} would be REFUSED: {why}.")
+    _refuse_unowned(st, profile, force, "destroy")
+    extras, kept = await _extras(ctx, profile, st)
+    resources = [st.resource_name, *extras]
+    note = f" Kept: {'; '.join(kept)}." if kept else ""
+    if dry_run:
+        return ChangeResult(profile=name, action="nothing", resource_name=st.resource_name, status=st,
+                            resources=resources, kept=kept,
+                            detail=f"Dry run: {', '.join(resources)} would be deleted.{note}")
     with contextlib.suppress(ResourceNotFound):  # gone between describe and delete: the goal is met
         await platform_module(profile).delete(ctx, profile)
-    return ChangeResult(profile=name, action="destroyed", resource_name=st.resource_name,
-                        detail=f"Deleted {st.resource_name}.")
+    for extra in extras:  # after the VM: nothing may still use its key or its port
+        await _delete_extra(ctx, extra)
+    return ChangeResult(profile=name, action="destroyed", resource_name=st.resource_name, resources=resources,
+                        kept=kept, detail=f"Deleted {', '.join(resources)}.{note}")
 
 
 async def scale_deployment(name: str, *, project: str | None = None, min_instances: int | None = None,
@@ -91,7 +153,7 @@ async def scale_deployment(name: str, *, project: str | None = None, min_instanc
     st = await describe(ctx, profile)
     if not st.exists:
         raise ResourceNotFound(f"{st.resource_name} does not exist; deploy it first.")
-    _refuse_unmanaged(st, force, "scale")
+    _refuse_unowned(st, profile, force, "scale")
     if profile.platform == "cloudrun":
         await cloudrun.scale(ctx, profile, min_instances=min_instances, max_instances=max_instances)
         detail = f"Cloud Run instances: min {min_instances if min_instances is not None else st.min_instances}, " \

@@ -52,19 +52,21 @@ async def fetch_logs(target: str | None = None, *, since: str = "1h", severity: 
     from inferctl.config import LOCAL, config_path, load_config
 
     if name in load_config(config_path()).targets:
-        raise ConfigError(f"Target '{name}' is a plain URL with no log access; pass --log FILE with a saved log, or "
-                          "use a deployment profile.")
+        raise ConfigError(f"Target '{name}' is a plain URL with no log access; use a deployment profile or 'local' "
+                          "(CLI: or pass --log FILE with a saved log).")
     if name == LOCAL:
         from inferctl.local.state import read_state
 
         state = read_state()
         if state is None:
-            raise LocalEngineError("The local engine has not been started; run `inferctl local up` (or pass --log).")
+            raise LocalEngineError("The local engine has not been started, so it has no log yet; start it with "
+                                   "`inferctl local up` or the manage_local_engine tool (CLI: or pass --log FILE).")
         path = Path(state.log_path)
         return LogsResult(target=name, source="file", location=str(path),
                           records=read_local_logs(path, severity=sev, limit=limit))
     if not is_profile(name):
-        raise ConfigError(f"Unknown target '{name}'; logs come from a deployment profile, `local`, or --log FILE.")
+        raise ConfigError(f"Unknown target '{name}'; logs come from a deployment profile or `local` (CLI: or --log "
+                          "FILE).")
     from inferctl.cloud.clients import CloudContext
     from inferctl.cloud.logging import fetch_cloud_logs
 

@@ -68,7 +68,7 @@ async def memory_layout(target: Target | None, *, log_path: Path | None = None) 
         return MemoryReport(
             target=name, source="unavailable", log_available=False, server_cache_config=server,
             note=(f"The memory layout comes from the engine's startup log, which {target.display_url} does not serve "
-                  "over HTTP; pass --log FILE with a saved log. "
+                  "over HTTP (CLI: pass --log FILE with a saved log). "
                   + ("The KV capacity below is from /metrics." if server else "")).strip(),
         )
     layout = parse_startup_log(read_log(log_path))

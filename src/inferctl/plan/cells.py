@@ -11,7 +11,9 @@ throughputs mean exactly what they mean for measured runs. ITL is pooled from th
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from functools import cached_property
+from typing import NamedTuple
 
 from inferctl.bench.records import RequestRecord
 from inferctl.bench.spec import CellSpec, SweepSpec
@@ -84,9 +86,32 @@ def _load(spec: SweepSpec, cell: CellSpec) -> tuple[int, int]:
     return load.warmup, measured
 
 
-def simulate_cell(engine: SimEngine, spec: SweepSpec, cell: CellSpec, attempt: int = 0
+class GridCost(NamedTuple):
+    """What simulating a grid costs: cells, simulated requests (warm-up included), and request tokens."""
+
+    cells: int
+    requests: int
+    tokens: int
+
+
+def grid_cost(spec: SweepSpec) -> GridCost:
+    """The cost of simulating ``spec``, from the grid alone (nothing is resolved or simulated)."""
+    cells = spec.cells()
+    requests = tokens = 0
+    for cell in cells:
+        warmup, measured = _load(spec, cell)
+        requests += warmup + measured
+        tokens += (warmup + measured) * (cell.context + spec.output_tokens)
+    return GridCost(len(cells), requests, tokens)
+
+
+def simulate_cell(engine: SimEngine, spec: SweepSpec, cell: CellSpec, attempt: int = 0,
+                  check: Callable[[], None] | None = None,
                   ) -> tuple[CellResult, list[RequestRecord], SimStats | None]:  # fmt: skip
-    """Simulate one cell of a sweep; returns its CellResult, its records and the scheduler's stats."""
+    """Simulate one cell of a sweep; returns its CellResult, its records and the scheduler's stats.
+
+    ``check`` is called as the simulation runs and raises to stop it (see :meth:`Scheduler.run`).
+    """
     r = engine.resolved
     warmup, measured = _load(spec, cell)
     n = warmup + measured
@@ -110,7 +135,8 @@ def simulate_cell(engine: SimEngine, spec: SweepSpec, cell: CellSpec, attempt: i
             q.send = t
         concurrency = None
     # Open loop with --max-concurrency: a request waits client-side while the cap is in flight.
-    stats = engine.scheduler().run(reqs, concurrency, cap=cell.concurrency if cell.rate is not None else None)
+    stats = engine.scheduler().run(reqs, concurrency, cap=cell.concurrency if cell.rate is not None else None,
+                                   check=check)
     records = []
     o = engine.params.request_overhead_ms / 1000  # client-visible: HTTP, tokenization, detokenization
     for q in reqs:

@@ -62,6 +62,18 @@ def build_config(
         return cfg.model_copy(update={"price_per_device_hour": price_per_device_hour})
     if not model:
         raise ConfigError("Name a model (e.g. gemma-4-12b) or a deployment profile.")
+    if isinstance(fields.get("accelerator"), str):  # any alias -> the catalog key; a TPU slice name sets the count
+        from inferctl.catalog import resolve_accelerator
+
+        asked = str(fields["accelerator"])
+        acc, devices = resolve_accelerator(asked)
+        fields["accelerator"] = acc.name
+        count = fields.get("count")
+        if devices is not None:
+            if count not in (None, 1, devices):
+                raise ConfigError(f"Accelerator '{asked}' is a slice of {devices} chips but count is "
+                                  f"{count}; give one or the other.")
+            fields["count"] = devices
     return ServingConfig(model=model, speculative=parse_speculative(speculative),
                          price_per_device_hour=price_per_device_hour, **fields)  # type: ignore[arg-type]
 

@@ -168,11 +168,14 @@ class Scheduler:
         return total
 
     def run(self, requests: list[SimRequest], concurrency: int | None, *, cap: int | None = None,
-            on_step: Callable[[float, int, int], None] | None = None) -> SimStats:
+            on_step: Callable[[float, int, int], None] | None = None,
+            check: Callable[[], None] | None = None) -> SimStats:
         """Simulate until every request finished or was rejected.
 
         Closed loop when ``concurrency`` is set: the next request is sent when one finishes. Otherwise
         open loop: each request's ``send`` is its schedule, delayed while ``cap`` requests are in flight.
+        ``check`` is called every few thousand steps; it raises to stop the simulation (a caller's deadline
+        or cancellation), so abandoned work does not keep a core busy.
         """
         stats = SimStats()
         prefill_blocks = 0.0
@@ -263,7 +266,11 @@ class Scheduler:
             return True
 
         send_more(t)
+        loops = 0
         while pending or arrivals or waiting or prefilling or decoding:
+            loops += 1
+            if check is not None and not loops & 2047:
+                check()
             while arrivals and arrivals[0][0] <= t + 1e-12:
                 waiting.append(heappop(arrivals)[2])
             if not (waiting or prefilling or decoding):

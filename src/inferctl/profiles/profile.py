@@ -32,6 +32,7 @@ Platform = Literal["cloudrun", "gce", "tpu"]
 MANAGED_LABEL = "managed-by"
 MANAGED_VALUE = "inferctl"
 PROFILE_LABEL = "inferctl-profile"
+IAP_RANGE = "35.235.240.0/20"  # where Identity-Aware Proxy TCP forwarding connects from
 
 
 class ProjectMissing(ConfigError):
@@ -138,6 +139,10 @@ class Profile(_Strict):
     gpu_zonal_redundancy: bool = Field(default=False, description="Cloud Run GPU zonal redundancy (needs quota).")
     allow_unauthenticated: bool = Field(
         default=False, description="Cloud Run: let anyone on the internet call the model (inferctl warns).")
+    network_access: Literal["tunnel", "external"] = Field(
+        default="tunnel", description="VM/TPU: tunnel (default) = no external IP, reach it through an IAP tunnel; "
+                                      "external = an external IP, open to allowed_source_ranges. Every route but "
+                                      "/health needs the API key either way.")
     allowed_source_ranges: list[str] = Field(
         default_factory=list, description="VM/TPU: CIDRs allowed to reach the port. Empty: no firewall rule.")
     service_account: str | None = Field(default=None, description="Runtime service account (needs secretAccessor).")
@@ -160,7 +165,35 @@ class Profile(_Strict):
 
     def resource_labels(self) -> dict[str, str]:
         """Labels on everything inferctl creates: how destroy knows what is ours."""
-        return {**self.labels, MANAGED_LABEL: MANAGED_VALUE, PROFILE_LABEL: _label_value(self.name)}
+        return {**self.labels, MANAGED_LABEL: MANAGED_VALUE, PROFILE_LABEL: label_value(self.name)}
+
+    @property
+    def external_ip(self) -> bool:
+        """VM / TPU: whether it gets an external IP (``network_access = "external"``); tunnel otherwise."""
+        return self.platform != "cloudrun" and self.network_access == "external"
+
+    def access_hint(self) -> str | None:
+        """One sentence saying how to reach a VM / TPU server (None for Cloud Run).
+
+        Either way every route but ``GET /health`` needs the server's API key (cloud/vm_auth.py, installed by
+        the startup script), so /metrics, /tokenize and /invocations are not open doors.
+        """
+        if self.platform == "cloudrun":
+            return None
+        port = self.port
+        if self.external_ip:
+            ranges = ", ".join(self.allowed_source_ranges) or "nobody outside the VPC (no allowed_source_ranges)"
+            return (f"network_access = external: an external IP, reachable on port {port} from {ranges}; every "
+                    "route but /health needs the API key.")
+        if self.platform == "tpu":
+            tunnel = (f"gcloud compute tpus tpu-vm ssh {self.resource_id}-node --zone {self.location} "
+                      f"--tunnel-through-iap -- -N -L {port}:localhost:{port}")
+        else:
+            tunnel = (f"gcloud compute start-iap-tunnel {self.resource_id} {port} "
+                      f"--local-host-port=localhost:{port} --zone {self.location}")
+        return (f"network_access = tunnel: no external IP; reach the server through IAP with `{tunnel}` (a "
+                f"firewall rule must let {IAP_RANGE} reach port {'22' if self.platform == 'tpu' else port}), then "
+                f"use http://localhost:{port} with the API key; every route but /health needs it.")
 
     def with_project(self) -> Profile:
         """This profile with its project resolved (profile > GOOGLE_CLOUD_PROJECT > config [cloud])."""
@@ -181,7 +214,7 @@ def resolve_project(explicit: str | None = None) -> str:
     return project
 
 
-def _label_value(value: str) -> str:
+def label_value(value: str) -> str:
     # label values: lowercase letters, digits, '-', '_', at most 63 characters
     out = "".join(c if c.isalnum() or c in "-_" else "-" for c in value.lower())
     return out[:63]

@@ -195,6 +195,7 @@ def _check_tpu(p: Profile, r: ValidationReport) -> None:
 
 
 def _check_remote_access(p: Profile, r: ValidationReport) -> None:
+    r.warnings.append(p.access_hint() or "")
     if not p.allowed_source_ranges:
         r.warnings.append("No allowed_source_ranges: no firewall rule is created, so the server is reachable only "
                           "from inside the VPC (or add your CIDR to the profile).")

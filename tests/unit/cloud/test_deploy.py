@@ -153,7 +153,7 @@ def test_apply_sends_exactly_the_dry_run(gcp, name, key):
 
 
 def test_tpu_wait_reports_the_state_progression(gcp):
-    _, status, progress = _apply(profile("tpu-v6e-4-26b-moe"))
+    _, status, progress = _apply(profile("tpu-v6e-4-26b-moe", network_access="external"))
     text = "\n".join(progress)
     for state in ("ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING", "ACTIVE"):
         assert state in text

@@ -77,7 +77,7 @@ def test_cloud_run_profile_resolves_to_url_and_id_token(gcp):
 
 
 def test_vm_profile_resolves_to_ip_and_api_key(gcp):
-    deploy("gce-g2-48-31b", allowed_source_ranges=["203.0.113.0/24"])
+    deploy("gce-g2-48-31b", allowed_source_ranges=["203.0.113.0/24"], network_access="external")
     t = resolve_target("gce-g2-48-31b")
     assert t.url == "http://198.51.100.9:8000" and t.auth == "bearer"
     key = gcp.state.secret_value("inferctl-gce-g2-48-31b-api-key")

@@ -66,3 +66,25 @@ async def test_http_needs_the_bearer_token_and_then_serves_mcp():
             assert "get_status" in {t.name for t in (await c.list_tools()).tools}
             result = await c.call_tool("list_targets", {})
             assert not result.is_error and result.structured_content["server_mode"] == "read-only"
+
+
+def test_http_with_write_tools_needs_a_token_on_loopback_too():
+    for host in ("127.0.0.1", "localhost", "::1"):
+        with pytest.raises(ConfigError, match="--allow-write over HTTP needs a bearer token, on loopback too"):
+            http_app(Policy(allow_write=True), host=host, token=None)
+    assert http_app(Policy(allow_write=True), host="127.0.0.1", token="s3cret-token") is not None
+
+
+def test_cli_refuses_to_start_writable_http_without_a_token(isolated):
+    """The real command, in a subprocess: it must exit at once with the sentence, not serve."""
+    import subprocess
+
+    from tests.fakes.fake_vllm import free_port
+
+    code = "from inferctl.cli.app import main; main()"
+    args = [sys.executable, "-c", code, "mcp", "--http", "--host", "127.0.0.1", "--port", str(free_port()),
+            "--allow-write"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "needs a bearer token, on loopback too" in out.stderr and "--token-env" in out.stderr
+    assert "Traceback" not in out.stderr
