@@ -42,6 +42,8 @@ def capacity(
     def render(r) -> None:
         from rich.table import Table
 
+        from inferctl.cli.tables import keep_whole
+
         t = Table(title=f"{r.accelerator} in project {r.project}")
         for col in ("platform", "location", "offered", "quota limit", "in use", "available", "zones / types"):
             t.add_column(col)
@@ -53,7 +55,7 @@ def capacity(
             t.add_row(row.platform, row.location, "yes" if row.offered else "no", num(row.quota_limit),
                       num(row.quota_usage), num(row.available), ", ".join(row.zones))
         c = console()
-        c.print(t)
+        c.print(keep_whole(t, ["location"]))
         for note in r.notes:
             c.print(f"[dim]{note}[/]")
 
@@ -76,6 +78,8 @@ def artifacts(
     def render(r) -> None:
         from rich.table import Table
 
+        from inferctl.cli.tables import keep_whole
+
         c = console()
         if r.models:
             t = Table(title=f"Model folders in gs://{r.bucket}")
@@ -83,13 +87,13 @@ def artifacts(
                 t.add_column(col)
             for m in r.models:
                 t.add_row(m.path, str(m.files), str(m.weights), _gb(m.size_bytes))
-            c.print(t)
+            c.print(keep_whole(t, ["path"]))
         t = Table(title=f"Objects in gs://{r.bucket}/{r.prefix or ''}")
         t.add_column("name")
         t.add_column("size", justify="right")
         for a in r.artifacts:
             t.add_row(a.name, _gb(a.size_bytes))
-        c.print(t)
+        c.print(keep_whole(t, ["name"]))
         if r.truncated:
             c.print("[yellow]More objects exist; raise --limit or narrow --prefix.[/]")
 
@@ -129,13 +133,15 @@ def profiles_list(as_json: JsonOpt = False) -> None:
     def render(items) -> None:
         from rich.table import Table
 
+        from inferctl.cli.tables import keep_whole
+
         t = Table()
         for col in ("name", "platform", "location", "accelerator", "model", "source"):
             t.add_column(col)
         for p in items:
             t.add_row(p.name, p.platform, p.location or "", p.accelerator, p.model,
                       "shipped" if p.shipped else "config")
-        console().print(t)
+        console().print(keep_whole(t, ["name", "model"]))
 
     items = run(list_profile_summaries)
     if as_json:

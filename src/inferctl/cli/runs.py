@@ -23,6 +23,7 @@ def list_(runs_dir: RunsDirOpt = None, as_json: JsonOpt = False) -> None:
     """Every run, oldest first."""
     from rich.table import Table
 
+    from inferctl.cli.tables import keep_whole
     from inferctl.ops import bench as ops
 
     result = run(lambda: ops.list_all(runs_dir))
@@ -35,7 +36,7 @@ def list_(runs_dir: RunsDirOpt = None, as_json: JsonOpt = False) -> None:
             started = time.strftime("%Y-%m-%d %H:%M", time.localtime(x.started_at)) if x.started_at else "—"
             t.add_row(x.run_id, x.source, x.status, x.target or "—", x.model or "—", started,
                       f"{x.cells_done}/{x.cells_total if x.cells_total is not None else '?'}")
-        console().print(t)
+        console().print(keep_whole(t, ["run", "target", "model"]))
 
     emit(result, as_json, render)
 
