@@ -153,6 +153,8 @@ class RunDir:
     def open(cls, ref: str, root: Path | None = None) -> RunDir:
         """A run by path, by id under ``root``, or by unique id prefix; ``latest`` is the newest."""
         root = root or runs_dir()
+        if not ref.strip():  # "" would be the current directory, or a prefix of every run
+            raise ConfigError("Name a run: an id, an id prefix, a path or 'latest' (see `inferctl runs list`).")
         p = Path(ref).expanduser()
         if (p / "meta.json").exists():
             return cls(p)

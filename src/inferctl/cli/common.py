@@ -48,8 +48,10 @@ def debug_enabled() -> bool:
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one line to stderr and return the Exit to raise."""
     from rich.console import Console
+    from rich.text import Text
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {message}")
+    # The message is text, not markup: "[cloud]" in it must print as "[cloud]".
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(("error:", "bold red"), " ", message))
     return typer.Exit(code)
 
 

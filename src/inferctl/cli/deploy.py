@@ -18,8 +18,9 @@ from inferctl.cli.common import JsonOpt, console, emit, fail, run
 
 ProjectOpt = Annotated[
     str | None,
-    typer.Option("--project", help="Google Cloud project (default: GOOGLE_CLOUD_PROJECT or [cloud] project).",
-                 show_default=False),
+    typer.Option("--project", show_default=False,
+                 help="Google Cloud project (default: GOOGLE_CLOUD_PROJECT or `project` in the config file's "
+                 "\\[cloud] table)."),
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Act even on a resource inferctl did not create.")]
@@ -119,7 +120,9 @@ def destroy(
 ) -> None:
     """Delete the profile's service / VM / queued resource — only that one, and only if inferctl created it."""
     from inferctl.ops.lifecycle import destroy_deployment
+    from inferctl.ops.profiles import show_profile
 
+    run(lambda: show_profile(profile))  # an unknown or empty name is its own sentence, before any question
     confirm(f"Delete the resource of profile {profile}?", yes)
     result = run(lambda: destroy_deployment(profile, project=project, force=force))
     emit(result, as_json, lambda r: console().print(r.detail, markup=False))
@@ -140,7 +143,9 @@ def scale(
 ) -> None:
     """Change Cloud Run min/max instances, or a VM's machine type."""
     from inferctl.ops.lifecycle import scale_deployment
+    from inferctl.ops.profiles import show_profile
 
+    run(lambda: show_profile(profile))  # an unknown or empty name is its own sentence, before any question
     confirm(f"Scale the resource of profile {profile}?", yes)
     result = run(lambda: scale_deployment(profile, project=project, min_instances=min_instances,
                                           max_instances=max_instances, machine_type=machine_type, force=force))

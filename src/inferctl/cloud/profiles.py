@@ -254,6 +254,8 @@ def is_profile(name: str) -> bool:
 def load_profile(name: str) -> Profile:
     """The named profile, validated; unknown names and invalid fields are one-sentence ConfigErrors."""
     raw, _ = _raw_profiles()
+    if not name.strip():
+        raise ConfigError(f"Name a profile; known profiles: {', '.join(sorted(raw))}.")
     if name not in raw:
         raise ConfigError(f"Unknown profile '{name}'; known profiles: {', '.join(sorted(raw))}.")
     return parse_profile(name, raw[name])
