@@ -170,6 +170,31 @@ def profiles_show(name: Annotated[str, typer.Argument(help="Profile name.")], as
     emit(run(lambda: show_profile(name)), as_json, render)
 
 
+@profiles_app.command("new")
+def profiles_new(
+    name: Annotated[str, typer.Argument(help="Name of the new profile (also the Cloud Run service / VM name).")],
+    source: Annotated[str, typer.Option("--from", help="Profile to start from (see `inferctl profiles list`).",
+                                        show_default=False)],
+    sets: Annotated[list[str] | None, typer.Option(
+        "--set", help="key=value to change, e.g. region=europe-west4 or vllm.max_model_len=16384 (repeatable).",
+        show_default=False)] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a new profile into the config file: another profile plus what you change, validated first."""
+    from inferctl.ops.profile_new import new_profile
+
+    def render(r) -> None:
+        c = console()
+        c.print(f"Added profile {r.name} (from {r.based_on}) to {r.config_file}.", markup=False)
+        if r.fit:
+            c.print(f"fit: {r.fit}", markup=False)
+        for w in r.warnings:
+            c.print(f"warning: {w}", markup=False, style="yellow")
+        c.print(f"Next: inferctl profiles show {r.name}; inferctl deploy {r.name}", markup=False)
+
+    emit(run(lambda: new_profile(name, source, sets)), as_json, render)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(capacity)
     app.command()(artifacts)
