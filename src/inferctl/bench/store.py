@@ -76,7 +76,8 @@ class RunMeta(BaseModel):
     # failed: the sweep ran to its end but no request of any cell succeeded (``reason`` says why).
     status: Literal["running", "complete", "failed", "interrupted"] = "running"
     reason: str = Field(default="", description="Why a run failed; empty otherwise.")
-    target: dict[str, Any] = Field(default_factory=dict, description="name and url (never credentials).")
+    target: dict[str, Any] = Field(default_factory=dict, description="name and url (never credentials); image when "
+                                   "the target is a deployment profile.")
     model: str | None = None
     model_root: str | None = None
     max_model_len: int | None = None

@@ -73,7 +73,8 @@ def render_status(st) -> None:
     colour = {"ready": "green", "failed": "red", "absent": "dim"}.get(st.phase, "yellow")
     c.print(f"[bold]{st.profile}[/] ({st.platform}) [{colour}]{st.phase}[/]" + (f" — {st.state}" if st.state else ""))
     rows = [("resource", st.resource_name), ("reason", st.reason), ("url", st.url), ("internal url", st.internal_url),
-            ("revision", st.revision), ("accelerator", st.accelerator), ("machine type", st.machine_type),
+            ("revision", st.revision), ("image", st.image), ("vLLM", st.vllm_version),
+            ("accelerator", st.accelerator), ("machine type", st.machine_type),
             ("instances", f"{st.min_instances}..{st.max_instances}" if st.min_instances is not None else None),
             ("authenticated", None if st.authenticated is None else ("yes" if st.authenticated else "NO (public)")),
             ("created by inferctl", ("yes" if st.managed else "no") if st.exists else None)]

@@ -16,7 +16,7 @@ from inferctl.cloud.profiles import MANAGED_LABEL, MANAGED_VALUE, Profile
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
 from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
 from inferctl.cloud.startup import startup_script
-from inferctl.cloud.status import DeploymentStatus, is_managed
+from inferctl.cloud.status import IMAGE_KEY, DeploymentStatus, is_managed
 
 IMAGE_PROJECT = "deeplearning-platform-release"
 IMAGE_FAMILY = "common-cu129-ubuntu-2204-nvidia-580"  # Deep Learning VM: NVIDIA driver + Docker + toolkit
@@ -67,7 +67,8 @@ def instance_body(profile: Profile) -> dict[str, Any]:
         "scheduling": scheduling,
         "serviceAccounts": [{"email": profile.service_account or "default", "scopes": [SCOPE]}],
         "metadata": {"items": [{"key": "startup-script", "value": startup_script(profile)},
-                               {"key": "install-nvidia-driver", "value": "True"}]},
+                               {"key": "install-nvidia-driver", "value": "True"},
+                               {"key": IMAGE_KEY, "value": profile.image}]},
     }
     if not (profile.machine_type or "").startswith(("g2-", "a2-", "a3-", "a4-")):
         # GPUs are bundled with accelerator-optimized shapes; other shapes attach them explicitly
@@ -146,7 +147,9 @@ def status(profile: Profile, inst: dict[str, Any] | None) -> DeploymentStatus:
         url=f"http://{external}:{profile.port}" if external else None,
         internal_url=f"http://{internal}:{profile.port}" if internal else None,
         accelerator=f"{profile.accelerator_count}x {profile.accelerator}", machine_type=mt,
-        labels=inst.get("labels") or {}, managed=is_managed(inst.get("labels")))
+        labels=inst.get("labels") or {}, managed=is_managed(inst.get("labels")),
+        image=next((i.get("value") for i in (inst.get("metadata") or {}).get("items") or []
+                    if i.get("key") == IMAGE_KEY), None))
 
 
 async def delete(ctx: CloudContext, profile: Profile) -> None:

@@ -17,6 +17,9 @@ class Condition(BaseModel):
     message: str | None = Field(default=None, description="Why, when the API says.")
 
 
+IMAGE_KEY = "inferctl-image"  # VM / TPU metadata item naming the container image (Cloud Run's spec says it)
+
+
 class DeploymentStatus(BaseModel):
     """A deployed (or absent) profile as Google Cloud sees it."""
 
@@ -38,6 +41,8 @@ class DeploymentStatus(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict, description="Labels on the resource.")
     managed: bool = Field(description="Created by inferctl (carries managed-by=inferctl).")
     authenticated: bool | None = Field(default=None, description="Cloud Run: callers need IAM (not public).")
+    image: str | None = Field(default=None, description="Container image the resource runs.")
+    vllm_version: str | None = Field(default=None, description="vLLM version the server reports (/version).")
 
 
 def is_managed(labels: dict[str, str] | None) -> bool:

@@ -15,7 +15,7 @@ from inferctl.cloud.profiles import Profile
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
 from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
 from inferctl.cloud.startup import startup_script
-from inferctl.cloud.status import DeploymentStatus, is_managed
+from inferctl.cloud.status import IMAGE_KEY, DeploymentStatus, is_managed
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 PENDING = ("STATE_UNSPECIFIED", "CREATING", "ACCEPTED", "WAITING_FOR_RESOURCES", "PROVISIONING")
@@ -55,7 +55,7 @@ def queued_resource_body(profile: Profile) -> dict[str, Any]:
         "networkConfig": {"network": profile.network, "enableExternalIps": True},
         "labels": profile.resource_labels(),
         "tags": [network_tag(profile)],
-        "metadata": {"startup-script": startup_script(profile)},
+        "metadata": {"startup-script": startup_script(profile), IMAGE_KEY: profile.image},
         "serviceAccount": {"scope": [SCOPE], **({"email": profile.service_account} if profile.service_account
                                                 else {})},
     }
@@ -152,7 +152,8 @@ def status(profile: Profile, qr: dict[str, Any] | None, node: dict[str, Any] | N
     reason = failure_reason(qr) if phase == "failed" else STATE_DESCRIPTIONS.get(state)
     return DeploymentStatus(**base, exists=True, phase=phase, state=state, reason=reason, url=url,
                             internal_url=internal, accelerator=spec_node.get("acceleratorType"),
-                            labels=labels, managed=is_managed(labels))
+                            labels=labels, managed=is_managed(labels),
+                            image=((node or {}).get("metadata") or spec_node.get("metadata") or {}).get(IMAGE_KEY))
 
 
 async def delete(ctx: CloudContext, profile: Profile) -> None:

@@ -17,6 +17,8 @@ from inferctl.cloud.profiles import Profile, load_profile
 from inferctl.cloud.status import DeploymentStatus
 from inferctl.errors import ConfigError
 
+VERSION_TIMEOUT_S = 10.0  # describe asks the server its version; a server that does not answer is left out
+
 
 class ChangeResult(BaseModel):
     """What destroy or scale did."""
@@ -41,7 +43,24 @@ async def describe_deployment(name: str, *, project: str | None = None) -> Deplo
     from inferctl.cloud.deploy import describe
 
     profile, ctx = _setup(name, project)
-    return await describe(ctx, profile)
+    st = await describe(ctx, profile)
+    if st.phase == "ready":
+        st.vllm_version = await _server_version(ctx, profile, st)
+    return st
+
+
+async def _server_version(ctx: CloudContext, profile: Profile, st: DeploymentStatus) -> str | None:
+    """What the running server says its vLLM version is (/version); None when it cannot be asked."""
+    from inferctl.cloud.discovery import endpoint_target
+    from inferctl.errors import InferctlError
+    from inferctl.server.client import VLLMClient
+
+    try:
+        target = await endpoint_target(ctx, profile, st)
+        async with VLLMClient(target, timeout=VERSION_TIMEOUT_S) as client:
+            return await client.version()
+    except InferctlError:
+        return None
 
 
 def _refuse_unmanaged(st: DeploymentStatus, force: bool, verb: str) -> None:
