@@ -20,9 +20,12 @@ FOLD_MIN = 6  # narrowest a non-key column is folded to before the table gives w
 
 
 def _text(cell: RenderableType) -> Text:
+    """A cell as the table would print it: a string goes through the console's own markup setting."""
+    from inferctl.cli.common import console
+
     if isinstance(cell, Text):
         return cell
-    return Text.from_markup(cell) if isinstance(cell, str) else Text(str(cell))
+    return console().render_str(cell) if isinstance(cell, str) else Text(str(cell))
 
 
 def _header(col: Column) -> str:
