@@ -156,12 +156,14 @@ def scale(
 def describe(
     profile: Annotated[str, typer.Argument(help="Deployment profile.")],
     project: ProjectOpt = None,
+    server: Annotated[bool, typer.Option("--server/--no-server", help="Also ask the running server its vLLM "
+                                         "version (/version).")] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """State, conditions, revision, URL/IP, accelerator, and whether inferctl created it."""
+    """State, conditions, revision, URL/IP, image, vLLM version, accelerator, and whether inferctl created it."""
     from inferctl.ops.lifecycle import describe_deployment
 
-    emit(run(lambda: describe_deployment(profile, project=project)), as_json, render_status)
+    emit(run(lambda: describe_deployment(profile, project=project, ask_server=server)), as_json, render_status)
 
 
 def register(app: typer.Typer) -> None:

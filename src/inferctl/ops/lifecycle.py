@@ -38,13 +38,15 @@ def _setup(name: str, project: str | None) -> tuple[Profile, CloudContext]:
     return profile, CloudContext(profile.project or "")
 
 
-async def describe_deployment(name: str, *, project: str | None = None) -> DeploymentStatus:
-    """State, conditions, revision, URL/IP, accelerator, and whether inferctl created it."""
+async def describe_deployment(name: str, *, project: str | None = None, ask_server: bool = False
+                              ) -> DeploymentStatus:
+    """State, conditions, revision, URL/IP, image, accelerator, and whether inferctl created it; with
+    ``ask_server``, also the vLLM version the running server reports (a call to the server, not to Google Cloud)."""
     from inferctl.cloud.deploy import describe
 
     profile, ctx = _setup(name, project)
     st = await describe(ctx, profile)
-    if st.phase == "ready":
+    if ask_server and st.phase == "ready":
         st.vllm_version = await _server_version(ctx, profile, st)
     return st
 

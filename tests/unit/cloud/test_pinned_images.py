@@ -7,7 +7,7 @@ import asyncio
 import json
 
 import pytest
-from tests.fakes.fake_vllm import FakeConfig, FakeVLLM
+from tests.fakes.fake_vllm import FakeConfig, FakeVLLM, free_port
 from typer.testing import CliRunner
 
 from inferctl.bench.store import RunDir
@@ -65,17 +65,23 @@ def vm_with_server(gcp, isolated, monkeypatch):
 
 
 def test_describe_shows_the_servers_vllm_version(vm_with_server):
-    st = asyncio.run(describe_deployment("my-vm"))
+    assert asyncio.run(describe_deployment("my-vm")).vllm_version is None  # Google Cloud's view only
+    st = asyncio.run(describe_deployment("my-vm", ask_server=True))
     assert st.phase == "ready" and st.vllm_version == "0.26.0" and st.image == "vllm/vllm-openai:v0.26.0-cu129"
     out = CliRunner().invoke(app, ["describe", "my-vm"], env={"COLUMNS": "120"})
     assert out.exit_code == 0, out.output
     assert "vllm/vllm-openai:v0.26.0-cu129" in out.stdout and "0.26.0" in out.stdout
 
 
-def test_describe_without_an_answering_server_has_no_version(gcp):
-    deploy("cloudrun-l4-12b-qat")  # the fake's run.app URL answers nothing here
-    st = asyncio.run(describe_deployment("cloudrun-l4-12b-qat"))
+def test_describe_without_an_answering_server_has_no_version(gcp, isolated, monkeypatch):
+    port = free_port()  # nothing listens there
+    (isolated / "config.toml").write_text(f'[profiles.my-vm]\nbase = "gce-g2-4-12b-qat"\nport = {port}\n')
+    deploy("my-vm")
+    monkeypatch.setattr("inferctl.cloud.gce.addresses", lambda inst: ("127.0.0.1", None))
+    st = asyncio.run(describe_deployment("my-vm", ask_server=True))
     assert st.phase == "ready" and st.vllm_version is None and st.image
+    out = CliRunner().invoke(app, ["describe", "my-vm"], env={"COLUMNS": "120"})
+    assert out.exit_code == 0 and "vLLM" not in out.stdout, out.output
 
 
 def test_a_run_against_a_deployment_records_image_and_version(vm_with_server, tmp_path):
