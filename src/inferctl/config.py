@@ -64,6 +64,7 @@ class Target(BaseModel):
     )
     model: str | None = Field(default=None, description="Served model to use; default: the first served.")
     local: bool = Field(default=False, description="True for the managed local engine.")
+    image: str | None = Field(default=None, description="Container image a deployment profile's server runs.")
 
     @field_validator("url")
     @classmethod

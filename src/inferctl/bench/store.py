@@ -95,7 +95,8 @@ class RunMeta(BaseModel):
     # failed: the sweep ran to its end but no request of any cell succeeded (``reason`` says why).
     status: Literal["running", "complete", "failed", "interrupted"] = "running"
     reason: str = Field(default="", description="Why a run failed; empty otherwise.")
-    target: dict[str, Any] = Field(default_factory=dict, description="name and url (never credentials).")
+    target: dict[str, Any] = Field(default_factory=dict, description="name and url (never credentials); image when "
+                                   "the target is a deployment profile.")
     model: str | None = None
     model_root: str | None = None
     max_model_len: int | None = None
@@ -227,6 +228,8 @@ class RunDir:
     def open(cls, ref: str, root: Path | None = None) -> RunDir:
         """A run by path, by id under ``root``, or by unique id prefix; ``latest`` is the newest."""
         root = root or runs_dir()
+        if not ref.strip():  # "" would be the current directory, or a prefix of every run
+            raise ConfigError("Name a run: an id, an id prefix, a path or 'latest' (see `inferctl runs list`).")
         p = Path(ref).expanduser()
         if (p / "meta.json").exists():
             return cls(p)

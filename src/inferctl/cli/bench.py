@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from inferctl.cli.common import JsonOpt, ModelOpt, TargetOpt, TokenEnvOpt, UrlOpt, console, emit, fail, run
-from inferctl.ops.targets import resolve_target
 
 app = typer.Typer(help="Benchmark a server: a sweep over concurrency × context, or one cell.",
                   no_args_is_help=True)
@@ -52,6 +51,8 @@ def _go(target, url, model, token_env, spec_fn, runs_dir, resume, quiet, as_json
 
     t = None
     if not resume or target or url:
+        from inferctl.ops.targets import resolve_target  # not at import: `inferctl --help` stays light
+
         t = run(lambda: resolve_target(target, url, model=model, token_env=token_env))
     spec = None if resume else run(spec_fn)
     reporter = None if (quiet or as_json) else bench_render.ProgressReporter(console())

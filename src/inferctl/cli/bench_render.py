@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -99,14 +99,15 @@ class ProgressReporter:
             self.started = False
 
 
-def cells_table(cells: list[CellResult], title: str | None = None, width: int | None = None) -> Table:
+def cells_table(cells: list[CellResult], title: str | None = None, width: int | None = None) -> RenderableType:
     """All cells; below ``NARROW`` columns a compact layout (p50/p95 TTFT, TPOT, E2E; ITL, concurrency and KV
     are left to ``runs show --json``) that fits an 80-column terminal."""
     from inferctl.cli.common import console
+    from inferctl.cli.tables import keep_whole
 
     width = width or console().width
     if width < NARROW:
-        return _narrow_table(cells, title)
+        return keep_whole(_narrow_table(cells, title), ["cell"], width)
     t = Table(title=title, title_justify="left")
     for col in ("cell", "status", "ok/req", "req/s", "out tok/s", "TTFT p50", "TTFT p95", "TPOT p50", "ITL p99",
                 "E2E p50", "conc", "KV peak", "client"):
@@ -121,7 +122,7 @@ def cells_table(cells: list[CellResult], title: str | None = None, width: int | 
             "—" if c.client.achieved_concurrency is None else f"{c.client.achieved_concurrency:.1f}",
             "—" if kv is None else f"{kv:.0%}", Text("bound", style="red") if c.client.client_bound else "ok",
         )
-    return t
+    return keep_whole(t, ["cell"], width)
 
 
 def _cached(c: CellResult) -> bool:

@@ -43,6 +43,8 @@ def capacity(
     def render(r) -> None:
         from rich.table import Table
 
+        from inferctl.cli.tables import keep_whole
+
         t = Table(title=f"{r.accelerator} in project {r.project}")
         for col in ("platform", "location", "offered", "quota limit", "in use", "available", "zones / types"):
             t.add_column(col)
@@ -54,7 +56,7 @@ def capacity(
             t.add_row(row.platform, row.location, "yes" if row.offered else "no", num(row.quota_limit),
                       num(row.quota_usage), num(row.available), ", ".join(row.zones))
         c = console()
-        c.print(t)
+        c.print(keep_whole(t, ["location"]))
         for note in r.notes:
             c.print(styled("[dim]{}[/]", note))
 
@@ -77,6 +79,8 @@ def artifacts(
     def render(r) -> None:
         from rich.table import Table
 
+        from inferctl.cli.tables import keep_whole
+
         c = console()
         if r.models:
             t = Table(title=f"Model folders in gs://{r.bucket}")
@@ -84,13 +88,13 @@ def artifacts(
                 t.add_column(col)
             for m in r.models:
                 t.add_row(m.path, str(m.files), str(m.weights), _gb(m.size_bytes))
-            c.print(t)
+            c.print(keep_whole(t, ["path"]))
         t = Table(title=f"Objects in gs://{r.bucket}/{r.prefix or ''}")
         t.add_column("name")
         t.add_column("size", justify="right")
         for a in r.artifacts:
             t.add_row(a.name, _gb(a.size_bytes))
-        c.print(t)
+        c.print(keep_whole(t, ["name"]))
         if r.truncated:
             c.print(styled("[yellow]More objects exist; raise --limit or narrow --prefix.[/]"))
 
@@ -130,13 +134,15 @@ def profiles_list(as_json: JsonOpt = False) -> None:
     def render(items) -> None:
         from rich.table import Table
 
+        from inferctl.cli.tables import keep_whole
+
         t = Table()
         for col in ("name", "platform", "location", "accelerator", "model", "source"):
             t.add_column(col)
         for p in items:
             t.add_row(p.name, p.platform, p.location or "", p.accelerator, p.model,
                       "shipped" if p.shipped else "config")
-        console().print(t)
+        console().print(keep_whole(t, ["name", "model"]))
 
     items = run(list_profile_summaries)
     if as_json:
@@ -163,6 +169,31 @@ def profiles_show(name: Annotated[str, typer.Argument(help="Profile name.")], as
             c.print(styled("[yellow]warning:[/] {}", w))
 
     emit(run(lambda: show_profile(name)), as_json, render)
+
+
+@profiles_app.command("new")
+def profiles_new(
+    name: Annotated[str, typer.Argument(help="Name of the new profile (also the Cloud Run service / VM name).")],
+    source: Annotated[str, typer.Option("--from", help="Profile to start from (see `inferctl profiles list`).",
+                                        show_default=False)],
+    sets: Annotated[list[str] | None, typer.Option(
+        "--set", help="key=value to change, e.g. region=europe-west4 or vllm.max_model_len=16384 (repeatable).",
+        show_default=False)] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a new profile into the config file: another profile plus what you change, validated first."""
+    from inferctl.ops.profile_new import new_profile
+
+    def render(r) -> None:
+        c = console()
+        c.print(f"Added profile {r.name} (from {r.based_on}) to {r.config_file}.", markup=False)
+        if r.fit:
+            c.print(f"fit: {r.fit}", markup=False)
+        for w in r.warnings:
+            c.print(f"warning: {w}", markup=False, style="yellow")
+        c.print(f"Next: inferctl profiles show {r.name}; inferctl deploy {r.name}", markup=False)
+
+    emit(run(lambda: new_profile(name, source, sets)), as_json, render)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel
 
 from inferctl.errors import InferctlError
 
@@ -82,6 +81,8 @@ def run(fn: Callable[[], Awaitable[T]] | Callable[[], T]) -> T:
 def emit(result: Any, as_json: bool, render: Callable[[Any], None]) -> None:
     """Print a result: JSON (the pydantic model's dump) or the Rich rendering."""
     if as_json:
+        from pydantic import BaseModel  # not at import: `inferctl --help` stays light
+
         if isinstance(result, BaseModel):
             sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         else:

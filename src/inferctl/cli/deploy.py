@@ -18,8 +18,9 @@ from inferctl.cli.common import JsonOpt, console, emit, fail, run, styled
 
 ProjectOpt = Annotated[
     str | None,
-    typer.Option("--project", help="Google Cloud project (default: GOOGLE_CLOUD_PROJECT or [cloud] project).",
-                 show_default=False),
+    typer.Option("--project", show_default=False,
+                 help="Google Cloud project (default: GOOGLE_CLOUD_PROJECT or `project` in the config file's "
+                 "\\[cloud] table)."),
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Act even on a resource inferctl did not create.")]
@@ -74,7 +75,8 @@ def render_status(st) -> None:
     c.print(styled("[bold]{}[/] ({}) [" + colour + "]{}[/]{}", st.profile, st.platform, st.phase,
                    f" — {st.state}" if st.state else ""))
     rows = [("resource", st.resource_name), ("reason", st.reason), ("url", st.url), ("internal url", st.internal_url),
-            ("revision", st.revision), ("accelerator", st.accelerator), ("machine type", st.machine_type),
+            ("revision", st.revision), ("image", st.image), ("vLLM", st.vllm_version),
+            ("accelerator", st.accelerator), ("machine type", st.machine_type),
             ("instances", f"{st.min_instances}..{st.max_instances}" if st.min_instances is not None else None),
             ("authenticated", None if st.authenticated is None else ("yes" if st.authenticated else "NO (public)")),
             ("created by inferctl", ("yes" if st.managed else "no") if st.exists else None),
@@ -125,7 +127,9 @@ def destroy(
     """Delete the profile's service / VM / queued resource and what its deploy created beside it (API-key
     secret, firewall rule) — only those, and only if they are this profile's."""
     from inferctl.ops.lifecycle import destroy_deployment
+    from inferctl.ops.profiles import show_profile
 
+    run(lambda: show_profile(profile))  # an unknown or empty name is its own sentence, before any question
     if not dry_run:
         confirm(f"Delete the resource of profile {profile}?", yes)
     result = run(lambda: destroy_deployment(profile, project=project, force=force, dry_run=dry_run))
@@ -147,7 +151,9 @@ def scale(
 ) -> None:
     """Change Cloud Run min/max instances, or a VM's machine type."""
     from inferctl.ops.lifecycle import scale_deployment
+    from inferctl.ops.profiles import show_profile
 
+    run(lambda: show_profile(profile))  # an unknown or empty name is its own sentence, before any question
     confirm(f"Scale the resource of profile {profile}?", yes)
     result = run(lambda: scale_deployment(profile, project=project, min_instances=min_instances,
                                           max_instances=max_instances, machine_type=machine_type, force=force))
@@ -157,12 +163,14 @@ def scale(
 def describe(
     profile: Annotated[str, typer.Argument(help="Deployment profile.")],
     project: ProjectOpt = None,
+    server: Annotated[bool, typer.Option("--server/--no-server", help="Also ask the running server its vLLM "
+                                         "version (/version).")] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """State, conditions, revision, URL/IP, accelerator, and whether inferctl created it."""
+    """State, conditions, revision, URL/IP, image, vLLM version, accelerator, and whether inferctl created it."""
     from inferctl.ops.lifecycle import describe_deployment
 
-    emit(run(lambda: describe_deployment(profile, project=project)), as_json, render_status)
+    emit(run(lambda: describe_deployment(profile, project=project, ask_server=server)), as_json, render_status)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,11 +20,14 @@ from inferctl.cli.common import (
     fail,
     run,
 )
-from inferctl.config import Target
-from inferctl.ops.targets import resolve_target
+
+if TYPE_CHECKING:
+    from inferctl.config import Target
 
 
 def _target(target: str | None, url: str | None, model: str | None = None, token_env: str | None = None) -> Target:
+    from inferctl.ops.targets import resolve_target  # config loads pydantic-settings: not on the --help path
+
     return run(lambda: resolve_target(target, url, model=model, token_env=token_env))
 
 

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inferctl.cli.common import console, styled
+from inferctl.cli.tables import keep_whole
 
 
 def _kv() -> Table:
@@ -78,7 +79,7 @@ def simulated(summary: Any) -> None:
         t.add_row(cell.id, _n(m.request_throughput, ",.3f"), _n(m.output_throughput), _n(m.ttft.p50, ",.0f"),
                   _n(m.tpot.p50), _n(cell.server.get("kv_cache_usage_peak"), ".0%"),
                   str(cell.server.get("preemptions", "")))
-    c.print(t)
+    c.print(keep_whole(t, ["cell"]))
     if len(summary.cells) > 40:
         c.print(styled("[dim]... {} more cells in {}/cells.csv[/]", len(summary.cells) - 40, summary.path))
     c.print(styled("[dim]open it like a measured run: inferctl runs show {}[/]", summary.run_id))
@@ -110,5 +111,5 @@ def calibration(report: Any) -> None:
     for cell in report.cells:
         h.add_row(cell.cell, *[Text(_n(cell.errors.get(k), "+.1f"), style=_err_style(cell.errors.get(k)))
                                for k in ("request_throughput", "output_throughput", "ttft_p50", "tpot_p50")])
-    c.print(h)
+    c.print(keep_whole(h, ["cell"]))
     c.print(styled("[dim]parameters: {}   heatmap: {}[/]", report.params_path, report.heatmap_path))

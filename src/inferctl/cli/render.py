@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inferctl.cli.common import console, styled
+from inferctl.cli.tables import keep_whole
 
 
 def _num(value: float | None, fmt: str = ",.0f", unit: str = "") -> str:
@@ -98,7 +99,7 @@ def models(report: Any) -> None:
         table.add_column(col)
     for m in report.models:
         table.add_row(m.id, _num(m.max_model_len), m.root or "—", m.owned_by or "—")
-    c.print(table)
+    c.print(keep_whole(table, ["model", "checkpoint"]))
     cc = report.cache_config
     if cc is not None:
         t = _kv_table("engine (cache_config_info)")

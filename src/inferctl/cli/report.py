@@ -144,6 +144,7 @@ def _render_cost(r) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from inferctl.cli.tables import keep_whole
     from inferctl.report.findings import num
 
     c, hw = console(), r.hardware
@@ -157,7 +158,7 @@ def _render_cost(r) -> None:
         t.add_row(x.cell, num(x.request_throughput), num(x.output_throughput), num(x.usd_per_million_requests),
                   num(x.usd_per_million_output_tokens), num(x.usd_per_million_total_tokens),
                   "meets" if x.meets_slo else Text("misses", style="red"))
-    c.print(t)
+    c.print(keep_whole(t, ["cell"]))
     for cap in r.capacity:
         if cap.cell:
             c.print(f"ctx {cap.context}: at SLO capacity ({cap.cell}, {num(cap.request_throughput)} req/s) "
@@ -175,6 +176,7 @@ def _render_cost(r) -> None:
 def _render_ranking(rk) -> None:
     from rich.table import Table
 
+    from inferctl.cli.tables import keep_whole
     from inferctl.report.findings import num
 
     t = Table(title=f"cost at the same SLOs ({', '.join(rk.slos)}), contexts {rk.contexts}", title_justify="left")
@@ -183,7 +185,7 @@ def _render_ranking(rk) -> None:
     for e in rk.entries:
         t.add_row(str(e.rank or "—"), e.label, e.hardware, f"{e.usd_per_hour:.3f}", num(e.score),
                   f"{e.monthly_always_on_usd:,.0f}", f"{e.monthly_active_only_usd:,.0f}")
-    console().print(t)
+    console().print(keep_whole(t, ["label", "hardware"]))
     for s in rk.summary:
         console().print(f"• {s}")
 

@@ -23,6 +23,7 @@ def list_(runs_dir: RunsDirOpt = None, as_json: JsonOpt = False) -> None:
     """Every run, oldest first."""
     from rich.table import Table
 
+    from inferctl.cli.tables import keep_whole
     from inferctl.ops import bench as ops
 
     result = run(lambda: ops.list_all(runs_dir))
@@ -36,7 +37,7 @@ def list_(runs_dir: RunsDirOpt = None, as_json: JsonOpt = False) -> None:
             t.add_row(x.run_id, x.source, x.status, x.target or "—", x.model or "—", started,
                       f"{x.cells_done}/{x.cells_total if x.cells_total is not None else '?'}")
         out = console()
-        out.print(t)
+        out.print(keep_whole(t, ["run", "target", "model"]))
         for x in r.runs:
             if x.problem:
                 out.print(styled("[yellow]warning:[/] {}", x.problem))

@@ -153,7 +153,8 @@ def status(profile: Profile, svc: dict[str, Any] | None) -> DeploymentStatus:
     else:
         phase = "pending"
     template = svc.get("template") or {}
-    limits = ((template.get("containers") or [{}])[0].get("resources") or {}).get("limits") or {}
+    container = (template.get("containers") or [{}])[0]
+    limits = (container.get("resources") or {}).get("limits") or {}
     scaling = template.get("scaling") or {}
     accel = (template.get("nodeSelector") or {}).get("accelerator")
     conditions = [Condition(type=c.get("type", ""), state=c.get("state", ""), message=c.get("message"))
@@ -164,7 +165,7 @@ def status(profile: Profile, svc: dict[str, Any] | None) -> DeploymentStatus:
     return DeploymentStatus(
         **base, exists=True, phase=phase, state="Ready" if phase == "ready" else state, reason=reason,
         conditions=conditions, revision=(svc.get("latestReadyRevision") or "").rsplit("/", 1)[-1] or None,
-        url=svc.get("uri") or None,
+        url=svc.get("uri") or None, image=container.get("image") or None,
         accelerator=f"{limits.get('nvidia.com/gpu', '1')}x {accel}" if accel else None,
         min_instances=int(scaling.get("minInstanceCount", 0)),
         max_instances=int(scaling["maxInstanceCount"]) if "maxInstanceCount" in scaling else None,

@@ -43,34 +43,39 @@ def profile_target(name: str, *, ctx: CloudContext | None = None):  # -> inferct
     """Resolve a deployment profile to a Target (blocking; call it in a thread from async code)."""
     import anyio
 
-    from inferctl.cloud import deploy, secrets
-    from inferctl.cloud.startup import api_key_secret
-    from inferctl.config import Target
+    from inferctl.cloud import deploy
 
     profile = load_profile(name).with_project()
     ctx = ctx or CloudContext(profile.project or "")
 
     async def discover():
-        st = await deploy.describe(ctx, profile)
-        if not st.exists:
-            raise ConfigError(f"Profile '{name}' is not deployed; deploy it first (CLI: `inferctl deploy {name} "
-                              "--apply`).")
-        url = st.url or st.internal_url
-        if st.phase != "ready" or not url:
-            raise ConfigError(f"Profile '{name}' is {st.state or st.phase}" + (f" ({st.reason})" if st.reason else "")
-                              + f"; wait for it (`inferctl describe {name}`).")
-        key = None if profile.platform == "cloudrun" else await secrets.read_secret(ctx, api_key_secret(profile))
-        return url, key
+        return await endpoint_target(ctx, profile, await deploy.describe(ctx, profile))
 
     try:
-        url, key = _run(anyio.run, discover)
+        return _run(anyio.run, discover)
     except CloudError as exc:
         raise ConfigError(f"Cannot find the endpoint of profile '{name}': {exc}") from None
-    model = profile.vllm.served_model_name
+
+
+async def endpoint_target(ctx: CloudContext, profile, st):  # -> inferctl.config.Target
+    """The Target of a described deployment: its URL, how to authenticate, and the image it runs."""
+    from inferctl.cloud import secrets
+    from inferctl.cloud.startup import api_key_secret
+    from inferctl.config import Target
+
+    name = profile.name
+    if not st.exists:
+        raise ConfigError(f"Profile '{name}' is not deployed; run `inferctl deploy {name} --apply` first.")
+    url = st.url or st.internal_url
+    if st.phase != "ready" or not url:
+        raise ConfigError(f"Profile '{name}' is {st.state or st.phase}" + (f" ({st.reason})" if st.reason else "")
+                          + f"; wait for it (`inferctl describe {name}`).")
+    model, image = profile.vllm.served_model_name, st.image
     if profile.platform == "cloudrun":
         if profile.allow_unauthenticated:
-            return Target(name=name, url=url, auth="none", model=model)
-        return Target(name=name, url=url, auth="google-id-token", audience=url, model=model)
+            return Target(name=name, url=url, auth="none", model=model, image=image)
+        return Target(name=name, url=url, auth="google-id-token", audience=url, model=model, image=image)
+    key = await secrets.read_secret(ctx, api_key_secret(profile))
     env = key_env_name(name)
     os.environ[env] = key or ""
-    return Target(name=name, url=url, auth="bearer", token_env=env, model=model)
+    return Target(name=name, url=url, auth="bearer", token_env=env, model=model, image=image)

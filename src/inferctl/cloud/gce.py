@@ -16,7 +16,7 @@ from inferctl.cloud.ownership import CREATED_KEY, firewall_marker, firewall_name
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
 from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
 from inferctl.cloud.startup import startup_script
-from inferctl.cloud.status import DeploymentStatus, is_managed
+from inferctl.cloud.status import IMAGE_KEY, DeploymentStatus, is_managed
 from inferctl.profiles.profile import Profile
 
 IMAGE_PROJECT = "deeplearning-platform-release"
@@ -66,7 +66,8 @@ def instance_body(profile: Profile) -> dict[str, Any]:
         "serviceAccounts": [{"email": profile.service_account or "default", "scopes": [SCOPE]}],
         "metadata": {"items": [{"key": "startup-script", "value": startup_script(profile)},
                                {"key": "install-nvidia-driver", "value": "True"},
-                               {"key": CREATED_KEY, "value": record(profile)}]},
+                               {"key": CREATED_KEY, "value": record(profile)},
+                               {"key": IMAGE_KEY, "value": profile.image}]},
     }
     if not (profile.machine_type or "").startswith(("g2-", "a2-", "a3-", "a4-")):
         # GPUs are bundled with accelerator-optimized shapes; other shapes attach them explicitly
@@ -149,7 +150,9 @@ def status(profile: Profile, inst: dict[str, Any] | None) -> DeploymentStatus:
         accelerator=f"{profile.accelerator_count}x {profile.accelerator}", machine_type=mt,
         labels=inst.get("labels") or {}, managed=is_managed(inst.get("labels")),
         network_access=profile.network_access, access_hint=profile.access_hint(),
-        created_with=recorded(meta.get(CREATED_KEY)))
+        created_with=recorded(meta.get(CREATED_KEY)),
+        image=next((i.get("value") for i in (inst.get("metadata") or {}).get("items") or []
+                    if i.get("key") == IMAGE_KEY), None))
 
 
 async def delete(ctx: CloudContext, profile: Profile) -> None:

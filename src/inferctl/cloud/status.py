@@ -17,6 +17,9 @@ class Condition(BaseModel):
     message: str | None = Field(default=None, description="Why, when the API says.")
 
 
+IMAGE_KEY = "inferctl-image"  # VM / TPU metadata item naming the container image (Cloud Run's spec says it)
+
+
 class DeploymentStatus(BaseModel):
     """A deployed (or absent) profile as Google Cloud sees it."""
 
@@ -42,6 +45,8 @@ class DeploymentStatus(BaseModel):
     created_with: list[str] = Field(default_factory=list, description="VM / TPU: what deploy created beside it "
                                     "(API-key secret, firewall rule), as recorded on it; destroy deletes these.")
     authenticated: bool | None = Field(default=None, description="Cloud Run: callers need IAM (not public).")
+    image: str | None = Field(default=None, description="Container image the resource runs.")
+    vllm_version: str | None = Field(default=None, description="vLLM version the server reports (/version).")
 
 
 def is_managed(labels: dict[str, str] | None) -> bool:

@@ -15,7 +15,7 @@ from inferctl.cloud.ownership import CREATED_KEY, record, recorded
 from inferctl.cloud.requests import PlannedRequest, gcloud_command
 from inferctl.cloud.secrets import api_key_gcloud, api_key_requests
 from inferctl.cloud.startup import startup_script
-from inferctl.cloud.status import DeploymentStatus, is_managed
+from inferctl.cloud.status import IMAGE_KEY, DeploymentStatus, is_managed
 from inferctl.profiles.profile import Profile
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -56,7 +56,7 @@ def queued_resource_body(profile: Profile) -> dict[str, Any]:
         "networkConfig": {"network": profile.network, "enableExternalIps": profile.external_ip},
         "labels": profile.resource_labels(),
         "tags": [network_tag(profile)],
-        "metadata": {"startup-script": startup_script(profile), CREATED_KEY: record(profile)},
+        "metadata": {"startup-script": startup_script(profile), CREATED_KEY: record(profile), IMAGE_KEY: profile.image},
         "serviceAccount": {"scope": [SCOPE], **({"email": profile.service_account} if profile.service_account
                                                 else {})},
     }
@@ -157,7 +157,8 @@ def status(profile: Profile, qr: dict[str, Any] | None, node: dict[str, Any] | N
                             labels=labels, managed=is_managed(labels),
                             network_access=profile.network_access, access_hint=profile.access_hint(),
                             created_with=recorded(((node or {}).get("metadata") or spec_node.get("metadata")
-                                                   or {}).get(CREATED_KEY)))
+                                                   or {}).get(CREATED_KEY)),
+                            image=((node or {}).get("metadata") or spec_node.get("metadata") or {}).get(IMAGE_KEY))
 
 
 async def delete(ctx: CloudContext, profile: Profile) -> None:

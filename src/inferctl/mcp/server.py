@@ -55,6 +55,13 @@ class InferctlServer(MCPServer):
                                 f"{', '.join(sorted(accepted)) or 'none'}.")
         return await super().call_tool(name, arguments, context)
 
+    async def list_tools(self) -> list[Any]:
+        """The SDK's tool list with compact output schemas (same validation, about a fifth fewer bytes)."""
+        from inferctl.mcp.schemas import compact_output
+
+        return [t.model_copy(update={"output_schema": compact_output(t.output_schema)}) if t.output_schema else t
+                for t in await super().list_tools()]
+
 
 def all_tools() -> list[ToolSpec]:
     """Every tool inferctl has, whatever the policy (docs and tests use this)."""

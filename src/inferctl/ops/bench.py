@@ -139,7 +139,10 @@ async def sweep(
         if meta is None:
             store = RunDir.create(base, new_run_id(target.name))
             meta = RunMeta(
-                run_id=store.path.name, target={"name": target.name, "url": target.display_url}, model=served.id,
+                run_id=store.path.name, model=served.id,
+                # a deployment profile's target also says which image it runs (vllm_version is the server's word)
+                target={"name": target.name, "url": target.display_url,
+                        **({"image": target.image} if target.image else {})},
                 model_root=served.root, max_model_len=served.max_model_len, vllm_version=await client.version(),
                 engine={"models": [served.model_dump(mode="json")], **(await engine_facts(client))},
                 grid=spec.model_dump(mode="json"), inferctl_version=__version__, host=_host(),

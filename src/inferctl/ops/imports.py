@@ -38,6 +38,8 @@ def import_files(files: list[str | Path], *, root: str | Path | None = None, lab
     fmt, found_model, started, warnings = None, None, None, []
     for f in files:
         path = Path(f).expanduser()
+        if path.is_dir():
+            raise ConfigError(f"{path.resolve()} is a directory; import takes result files (JSON or the seed's CSV).")
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:

@@ -20,6 +20,8 @@ from inferctl.cloud.status import DeploymentStatus
 from inferctl.errors import ConfigError
 from inferctl.profiles.profile import Profile, load_profile
 
+VERSION_TIMEOUT_S = 10.0  # describe asks the server its version; a server that does not answer is left out
+
 
 class ChangeResult(BaseModel):
     """What destroy or scale did."""
@@ -42,12 +44,31 @@ def _setup(name: str, project: str | None) -> tuple[Profile, CloudContext]:
     return profile, CloudContext(profile.project or "")
 
 
-async def describe_deployment(name: str, *, project: str | None = None) -> DeploymentStatus:
-    """State, conditions, revision, URL/IP, accelerator, and whether inferctl created it."""
+async def describe_deployment(name: str, *, project: str | None = None, ask_server: bool = False
+                              ) -> DeploymentStatus:
+    """State, conditions, revision, URL/IP, image, accelerator, and whether inferctl created it; with
+    ``ask_server``, also the vLLM version the running server reports (a call to the server, not to Google Cloud)."""
     from inferctl.cloud.deploy import describe
 
     profile, ctx = _setup(name, project)
-    return await describe(ctx, profile)
+    st = await describe(ctx, profile)
+    if ask_server and st.phase == "ready":
+        st.vllm_version = await _server_version(ctx, profile, st)
+    return st
+
+
+async def _server_version(ctx: CloudContext, profile: Profile, st: DeploymentStatus) -> str | None:
+    """What the running server says its vLLM version is (/version); None when it cannot be asked."""
+    from inferctl.cloud.discovery import endpoint_target
+    from inferctl.errors import InferctlError
+    from inferctl.server.client import VLLMClient
+
+    try:
+        target = await endpoint_target(ctx, profile, st)
+        async with VLLMClient(target, timeout=VERSION_TIMEOUT_S) as client:
+            return await client.version()
+    except InferctlError:
+        return None
 
 
 def _refuse_unowned(st: DeploymentStatus, profile: Profile, force: bool, verb: str) -> None:

@@ -36,6 +36,8 @@ class MemoryReport(BaseModel):
 
 
 def read_log(path: Path) -> str:
+    if path.is_dir():
+        raise ConfigError(f"The log to read is a directory ({path.resolve()}); name a vLLM log file.")
     if not path.is_file():
         raise ConfigError(f"Log file {path} does not exist.")
     with path.open("rb") as fh:

@@ -127,7 +127,8 @@ class Profile(_Strict):
     memory: str | None = Field(default=None, description="Cloud Run memory limit, e.g. '32Gi'.")
     machine_type: str | None = Field(default=None, description="GCE machine type, e.g. g2-standard-48.")
     runtime_version: str | None = Field(default=None, description="TPU runtime, e.g. v2-alpha-tpuv6e.")
-    image: str = Field(default="vllm/vllm-openai:latest", description="Container image with vLLM.")
+    image: str = Field(default="vllm/vllm-openai:v0.26.0-cu129",
+                       description="Container image with vLLM, pinned to a release tag (docs/cloud.md).")
     port: int = Field(default=8000, ge=1, le=65535)
     model: ModelSource
     vllm: VLLMSettings = Field(default_factory=VLLMSettings)
@@ -290,6 +291,8 @@ def is_profile(name: str) -> bool:
 def load_profile(name: str) -> Profile:
     """The named profile, validated; unknown names and invalid fields are one-sentence ConfigErrors."""
     raw, _ = _raw_profiles()
+    if not name.strip():
+        raise ConfigError(f"Name a profile; known profiles: {', '.join(sorted(raw))}.")
     if name not in raw:
         raise ConfigError(f"Unknown profile '{name}'; known profiles: {', '.join(sorted(raw))}.")
     return parse_profile(name, raw[name])

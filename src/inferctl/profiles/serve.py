@@ -92,6 +92,10 @@ def _tpu_chips(accelerator: str) -> int | None:
     return chips // 2 if m[1] in ("v4", "v5p") else chips  # v4/v5p types count TensorCores, two per chip
 
 
+# A release tag (v0.26.0, v0.26.0-cu129) or a digest: what deploys next month is what deployed today.
+PINNED = re.compile(r":v?\d+\.\d+(\.\d+)?([-.][\w.-]+)?$|@sha256:[0-9a-f]{64}$")
+
+
 def validate(profile: Profile) -> ValidationReport:
     """Every check that needs no API call; raise nothing, report everything."""
     r = ValidationReport()
@@ -118,6 +122,10 @@ def validate(profile: Profile) -> ValidationReport:
             lo, hi = spec.get("prompt_lookup_min"), spec.get("prompt_lookup_max")
             if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
                 r.errors.append("speculative_config.prompt_lookup_min must not exceed prompt_lookup_max.")
+    if not PINNED.search(profile.image):
+        r.warnings.append(f"image {profile.image} is not pinned to a vLLM version: the same profile deploys a "
+                          "different vLLM next month; pin a tag such as vllm/vllm-openai:v0.26.0-cu129 "
+                          "(docs/cloud.md, \"Choosing an image\").")
     if profile.platform == "cloudrun":
         _check_cloudrun(profile, r)
     elif profile.platform == "gce":

@@ -6,6 +6,8 @@ heatmaps (context × load). Building them is pure, so tests check the content wi
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from inferctl.report.compare import Comparison
@@ -51,6 +53,37 @@ class Figure:
     @property
     def empty(self) -> bool:
         return not any(any(v is not None for ln in p.lines for v in ln.y) for p in self.panels) and not self.heats
+
+
+def tick_label(v: float) -> str:
+    """A tick as people read it: plain digits, thousands separators, no exponent (26, 800, 1,600, 0.05)."""
+    if v == 0 or not math.isfinite(v):
+        return "0" if v == 0 else str(v)
+    decimals = max(0, 2 - math.floor(math.log10(abs(v))))  # three significant digits
+    text = f"{v:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+# Mantissas per decade, coarsest first: a log axis gets the coarsest set that puts at least three ticks on the data.
+_MANTISSAS = ((1,), (1, 3), (1, 2, 5), (1, 2, 3, 5, 7), (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9))
+
+
+def log_ticks(values: Iterable[float | None]) -> list[float]:
+    """Tick positions for a log axis over ``values``: round numbers (1, 2, 5 x 10^k...) within the data's range,
+    so both renderers label a log axis ``20  50  100`` rather than ``2x10^1``."""
+    pos = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not pos:
+        return []
+    lo, hi = min(pos), max(pos)
+    k0, k1 = math.floor(math.log10(lo)), math.floor(math.log10(hi))
+    inside: list[float] = []
+    for mantissas in _MANTISSAS:
+        ticks = [float(f"{m * 10.0 ** k:.6g}") for k in range(k0, k1 + 1) for m in mantissas]
+        inside = [t for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+        if len(inside) >= 3:
+            return inside
+    # a narrow range (26 to 31, or one point): its ends, rounded
+    return inside if len(inside) >= 2 else sorted({float(f"{lo:.2g}"), float(f"{hi:.2g}")})
 
 
 def _xlabel(run: Run) -> str:

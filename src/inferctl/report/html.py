@@ -11,7 +11,7 @@ import math
 
 from inferctl.report.compare import Comparison
 from inferctl.report.data import METRICS, Run
-from inferctl.report.figures import Figure, Heat, Panel
+from inferctl.report.figures import Figure, Heat, Panel, log_ticks, tick_label
 from inferctl.report.findings import Findings, num
 from inferctl.report.markdown import (
     AGREEMENT_HEADERS,
@@ -77,13 +77,18 @@ def _add_panel(fig, p: Panel, r: int, c: int, xlabel: str, first: bool) -> None:
         fig.add_trace(go.Scatter(
             x=list(xs), y=list(ys), mode="lines+markers", name=ln.name, legendgroup=ln.name, showlegend=first,
             line={"color": PALETTE[ln.color % len(PALETTE)], "dash": "dash" if ln.dash else "solid"},
-            hovertemplate=f"{_esc(ln.name)}<br>{xlabel.split(' (')[0]} %{{x}}<br>{_esc(p.title)} %{{y:.4g}} "
+            hovertemplate=f"{_esc(ln.name)}<br>{xlabel.split(' (')[0]} %{{x:,~r}}<br>{_esc(p.title)} %{{y:,.4~r}} "
                           f"{_esc(p.ylabel)}<extra></extra>"), row=r, col=c)
     ticks = sorted({x for ln in p.lines for x in ln.x if x > 0})
     # the grid's own loads as ticks: a log axis would otherwise label 1.5, 2.5... that were never measured
     fig.update_xaxes(type="log" if p.logx else "linear", title_text=xlabel, tickvals=ticks,
-                     ticktext=[f"{t:g}" for t in ticks], row=r, col=c)
-    fig.update_yaxes(type="log" if p.logy else "linear", title_text=p.ylabel, row=r, col=c)
+                     ticktext=[tick_label(t) for t in ticks], row=r, col=c)
+    # plain numbers, never 2×10¹ or 1.6k: round 1-2-5 ticks on a log axis, d3's ",~r" (1,600; 0.05) on a linear one
+    yticks = log_ticks(y for ln in p.lines for y in ln.y) if p.logy else []
+    fig.update_yaxes(type="log" if p.logy else "linear", title_text=p.ylabel, exponentformat="none",
+                     separatethousands=True, tickformat=",~r",
+                     **({"tickvals": yticks, "ticktext": [tick_label(t) for t in yticks]} if yticks else {}),
+                     row=r, col=c)
 
 
 def _add_heat(fig, h: Heat, r: int, c: int, n: int, total: int, cols: int, nrows: int) -> None:
@@ -103,7 +108,8 @@ def _add_heat(fig, h: Heat, r: int, c: int, n: int, total: int, cols: int, nrows
     y_mid = 1 - (r - 0.5) / nrows
     fig.add_trace(go.Heatmap(z=h.z, x=h.x_labels, y=h.y_labels, text=text, texttemplate="%{text}",
                              colorscale=scale, showscale=True, hoverongaps=False,
-                             colorbar={"len": 0.8 / nrows, "x": x_end, "y": y_mid, "thickness": 10},
+                             colorbar={"len": 0.8 / nrows, "x": x_end, "y": y_mid, "thickness": 10,
+                                       "tickformat": ".0%" if h.percent else ",~r", "exponentformat": "none"},
                              hovertemplate="%{y} %{x}: %{text}<extra></extra>", **extra), row=r, col=c)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from inferctl.report.figures import Figure, Heat, Panel
+from inferctl.report.figures import Figure, Heat, Panel, log_ticks, tick_label
 from inferctl.report.findings import num
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
@@ -23,9 +23,14 @@ def _plot_panel(ax, p: Panel, xlabel: str) -> None:
                 color=PALETTE[ln.color % len(PALETTE)], label=ln.name)
     if p.logx:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(_plain())
     if p.logy and ax.has_data():
         ax.set_yscale("log")
+    if ax.has_data():
+        xs_all = [x for line in ax.get_lines() for x in line.get_xdata()]
+        ys_all = [y for line in ax.get_lines() for y in line.get_ydata()]
+        # the grid's own loads on x (as the HTML does); round 1-2-5 values on a log y; plain digits everywhere
+        _plain_axis(ax.xaxis, sorted(set(xs_all)) if p.logx else None)
+        _plain_axis(ax.yaxis, log_ticks(ys_all) if p.logy else None)
     ax.set_title(p.title, fontsize=10)
     ax.set_xlabel(xlabel, fontsize=8)
     ax.set_ylabel(p.ylabel, fontsize=8)
@@ -38,11 +43,23 @@ def _plot_panel(ax, p: Panel, xlabel: str) -> None:
 def _plain():
     from matplotlib.ticker import FuncFormatter
 
-    return FuncFormatter(lambda v, _: f"{v:g}")
+    return FuncFormatter(lambda v, _: tick_label(v))
+
+
+def _plain_axis(axis, ticks: list[float] | None) -> None:
+    """Plain-number labels (no ``2.6x10^1``): fixed ``ticks`` on a log axis with unlabelled minor ticks, or the
+    axis's own ticks on a linear one."""
+    from matplotlib.ticker import FixedLocator, NullFormatter
+
+    if ticks:
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_minor_formatter(NullFormatter())
+    axis.set_major_formatter(_plain())
 
 
 def _plot_heat(fig, ax, h: Heat) -> None:
     import numpy as np
+    from matplotlib.ticker import FuncFormatter
 
     z = np.array([[np.nan if v is None else v for v in row] for row in h.z], dtype=float)
     cmap = "RdYlGn_r" if h.lower_is_better else "RdYlGn" if h.percent else "viridis"
@@ -62,11 +79,22 @@ def _plot_heat(fig, ax, h: Heat) -> None:
             text = "—" if math.isnan(v) else (f"{v * 100:.0f}%" if h.percent else num(float(v)))
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black",
                     bbox={"facecolor": "white", "alpha": 0.6, "pad": 1, "edgecolor": "none"})
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v * 100:.0f}%") if h.percent else _plain())
 
 
 def render(fig_spec: Figure, path: Path, dpi: int = 110) -> Path:
     """Draw one figure to ``path`` (PNG)."""
+    import matplotlib.pyplot as plt
+
+    fig = draw(fig_spec)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def draw(fig_spec: Figure):
+    """The matplotlib figure for ``fig_spec`` (the caller saves and closes it)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -87,9 +115,7 @@ def render(fig_spec: Figure, path: Path, dpi: int = 110) -> Path:
         ax.set_visible(False)
     fig.suptitle(fig_spec.title, fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def render_all(figs: list[Figure], out_dir: Path, prefix: str = "") -> list[Path]:

@@ -100,7 +100,7 @@ def test_startup_script_reads_secrets_at_boot_and_quotes_args():
     docker = script.strip().splitlines()[-1]
     argv = shlex.split(docker)
     assert argv[:2] == ["docker", "run"] and "-e" in argv and "HF_TOKEN" in argv  # copied from env, no value
-    assert "vllm/vllm-tpu:gemma4" in argv
+    assert "vllm/vllm-tpu:v0.26.0" in argv  # the pinned image
 
 
 def test_no_firewall_without_ranges_and_never_world_open():

@@ -60,7 +60,7 @@ def test_hf_token_only_ever_goes_to_secret_manager(gcp, isolated, fast_poll):
         r = runner.invoke(app, ["deploy", name, "--apply", "--yes"])
         assert r.exit_code == 0, r.output + (r.stderr or "")
         outputs += [r.output, r.stderr or ""]
-        outputs.append(runner.invoke(app, ["describe", name, "--json"]).output)
+        outputs.append(runner.invoke(app, ["describe", name, "--json", "--no-server"]).output)
     for text in outputs:
         assert HF_TOKEN not in text
     for req in gcp.state.requests:
