@@ -20,7 +20,6 @@ import socket
 import time
 
 import pytest
-
 from tests.fakes import fast_fake
 
 uvloop = pytest.importorskip("uvloop")
