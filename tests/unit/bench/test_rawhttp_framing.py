@@ -326,3 +326,36 @@ def test_late_bytes_while_idle_retire_the_connection(kernel: bool) -> None:
     results, server = run(lambda k: [ok, stray], 4, kernel, between=lambda i: wait_idle())
     assert_ok(results)
     assert server.connections == 4
+
+
+@pytest.mark.parametrize("kernel", PATHS)
+def test_a_cancelled_request_does_not_fail_the_next_one_on_its_connection(kernel: bool) -> None:
+    """A task cancelled after its response resolved (but before it resumed) must not fail the request that
+    reused its connection in the meantime."""
+    ok = sse_response(3)
+
+    async def main():
+        box: list = []
+        server = Server(lambda k: [ok], box)
+        port = await server.start()
+        tr = RawTransport(Target(name="t", url=f"http://127.0.0.1:{port}"), timeout=5, kernel_timestamps=kernel)
+        tr.trace = []
+        box.append(tr)
+        try:
+            first = asyncio.create_task(tr.post("/v1/completions", b"{}"))
+            while not tr._idle:  # noqa: ASYNC110 - the response resolved; `first` has not resumed yet
+                await asyncio.sleep(0)
+            assert not first.done()
+            first.cancel()
+            # Awaited directly: post() takes the idle connection and sends before `first` resumes.
+            second = await tr.post("/v1/completions", b"{}")
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            return second, server
+        finally:
+            await tr.aclose()
+            await server.stop()
+
+    result, server = asyncio.run(main())
+    assert result.status == "ok", result.error
+    assert server.connections == 1
