@@ -269,9 +269,11 @@ class Proto:
                                                                    + b"0\r\n\r\n"]
             start = loop.time()
 
-            def step(i: int) -> None:  # write pieces[i:] that are due, in order; re-arm for the next
+            def step(i: int) -> None:  # piece i is due: write it and any later ones due by now, re-arm
                 if t.is_closing():
                     return
+                t.write(pieces[i])
+                i += 1
                 now = loop.time()
                 while i < len(pieces) and start + (i + 1) * itl <= now + 0.0005:
                     t.write(pieces[i])
