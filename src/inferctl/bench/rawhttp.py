@@ -143,6 +143,7 @@ class _Conn(asyncio.Protocol):
         self.ok = False  # the status was 200: the body is an event stream
         self.err_body: list[bytes] = []
         self.keep_alive = True
+        self.reused = False  # the connection served a request before the one in flight
         self.answered = False  # a byte of the response to the request in flight has arrived
         self.unanswered = False  # the request in flight failed before any answer (set on failure)
 
@@ -215,8 +216,6 @@ class _Conn(asyncio.Protocol):
             self._fail("stream_broken", _why("connection closed mid-response", exc))
 
     # -- request lifecycle --------------------------------------------------------------------
-
-    reused = False  # the connection served a request before the one in flight
 
     def start(self, request: bytes, result: StreamResult, future: asyncio.Future, deadline: float,
               loop: asyncio.AbstractEventLoop, send: float | None = None) -> None:
@@ -364,8 +363,7 @@ class _Conn(asyncio.Protocol):
             self.timer.cancel()
             self.timer = None
         reusable = self.keep_alive and not self.closed and not self.buf and self.state != _UNTIL_CLOSE
-        if self.unanswered and self.reused and result is not None:
-            self.pool._unanswered.add(id(result))  # post() sends it again on a new connection
+        retry = self.unanswered and self.reused  # post() sends it again on a new connection
         self.state, self.future, self.result, self.parser, self.buf = _IDLE, None, None, None, b""
         if reusable:
             self.reused = True
@@ -374,7 +372,7 @@ class _Conn(asyncio.Protocol):
             self.closed = True
             self._abort()
         if fut is not None and not fut.done():
-            fut.set_result(result)
+            fut.set_result((result, retry))
 
 
 def _why(text: str, exc: BaseException | None) -> str:
@@ -396,8 +394,6 @@ class _SockConn(_Conn):
         self.wbuf = b""
         self.sock_open = True
         loop.add_reader(self.fd, self._readable)
-
-    reused = False  # the connection served a request before the one in flight
 
     def start(self, request: bytes, result: StreamResult, future: asyncio.Future, deadline: float,
               loop: asyncio.AbstractEventLoop, send: float | None = None) -> None:
@@ -520,7 +516,6 @@ class RawTransport:
         self.kernel_stamps = 0  # reads whose time is the kernel's
         self.clamped = 0  # kernel stamps later than the userland read time or behind the previous one
         self.trace: list[tuple[float, float]] | None = None  # tests: (stamp used, userland time) per read
-        self._unanswered: set[int] = set()  # ids of results of requests a reused connection never answered
         self.stray = 0  # reads of bytes no request asked for (the connection was retired)
         self.retried = 0  # requests sent again on a new connection: a reused one never answered them
         self._addrs: list | None = None
@@ -533,16 +528,16 @@ class RawTransport:
 
     async def post(self, path: str, body: bytes) -> StreamResult:
         request = self._request(path, body)
-        result = await self._post(request, reuse=True)
-        if self._unanswered and id(result) in self._unanswered:
+        result, retry = await self._post(request, reuse=True)
+        if retry:
             # A reused connection that never answered (closed by the server while idle, or out of step):
             # the request goes again, once, on a new connection.
-            self._unanswered.discard(id(result))
             self.retried += 1
-            result = await self._post(request, reuse=False)
+            result, _ = await self._post(request, reuse=False)
         return result
 
-    async def _post(self, request: bytes, reuse: bool) -> StreamResult:
+    async def _post(self, request: bytes, reuse: bool) -> tuple[StreamResult, bool]:
+        """One attempt: the result, and whether a reused connection left the request unanswered."""
         loop = asyncio.get_running_loop()
         conn = None
         idle = self._idle
@@ -566,11 +561,11 @@ class RawTransport:
             except TimeoutError:
                 result.send_time = send
                 result.status, result.error = "timeout", f"connect timed out after {self.connect_timeout:g} s"
-                return result
+                return result, False
             except (OSError, ssl.SSLError) as exc:
                 result.send_time = send
                 result.status, result.error = "connection_error", (str(exc) or type(exc).__name__)[:300]
-                return result
+                return result, False
             self._all.add(conn)
         future = loop.create_future()
         conn.start(request, result, future, loop.time() + self.timeout, loop, send)
