@@ -11,7 +11,14 @@
    concurrency 256 vs that truth, alternating with `vllm bench serve` for reference.
 
     .venv/bin/python benchmarks/client_overhead.py [--concurrency 64] [--requests 3000] [--repeats 3] \
-        [--workers 1,auto] [--ttft-ms 50 --itl-ms 20 --ttft-output-tokens 32 --ttft-concurrency 256]
+        [--workers 1,auto] [--ttft-ms 50 --itl-ms 20 --ttft-output-tokens 32 --ttft-concurrency 256] \
+        [--peers guidellm,aiperf]
+
+Peers: `vllm bench serve` (from the project's environment) and, with --peers, GuideLLM and AIPerf, each
+installed on first use into its own throwaway venv by benchmarks/peers.py (never into the project's
+dependencies), same fake, prompts' length, outputs, concurrency and warm-up, runs alternating. Every run
+also reports the client's CPU (user + system of the client command and everything it started, start-up
+included) per request sent.
 
 With PIN=1, server and clients are pinned to different cores (taskset); off by default because on a
 shared machine pinning also pins the neighbours' load onto one core. With NICE=-10 the fake and both
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -35,6 +43,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peers  # noqa: E402 - benchmarks/peers.py, beside this script
+
 TWO_CORES = (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None and bool(os.environ.get("PIN"))
 
 
@@ -66,16 +77,31 @@ def fake_cpu(url: str) -> float:
         return json.loads(r.read())["cpu_seconds"]
 
 
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def measured(fn):
-    """Run fn(), adding the fake's CPU share (fake CPU seconds / wall seconds of the run) to its result."""
+    """Run fn(url, conc, n, warmup, ...), adding the fake's CPU share (fake CPU seconds / wall seconds of the
+    run) and the client's CPU per request sent (its command and every process it waited for)."""
 
     def wrapper(url: str, *args, **kwargs) -> dict:
-        c0, t0 = fake_cpu(url), time.perf_counter()
+        c0, t0, k0 = fake_cpu(url), time.perf_counter(), _children_cpu()
         out = fn(url, *args, **kwargs)
+        k1 = _children_cpu()
         out["fake_cpu"] = round((fake_cpu(url) - c0) / (time.perf_counter() - t0), 3)
+        sent = args[1] + args[2]  # measured + warm-up requests
+        out["client_cpu_s"] = round(k1 - k0, 2)
+        out["client_cpu_ms_per_req"] = round((k1 - k0) / sent * 1000, 4)
         return out
 
     return wrapper
+
+
+run_guidellm = measured(peers.run_guidellm)
+run_aiperf = measured(peers.run_aiperf)
+PEER_RUNNERS = {"guidellm": run_guidellm, "aiperf": run_aiperf}
 
 
 @measured
@@ -132,9 +158,15 @@ def main() -> None:
     ap.add_argument("--ttft-workers", default="1,auto")
     ap.add_argument("--ttft-repeats", type=int, default=3)
     ap.add_argument("--skip-vllm", action="store_true")
+    ap.add_argument("--peers", default="", help="also run these peers (each in its own venv): guidellm,aiperf")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-ttft", action="store_true")
     args = ap.parse_args()
+    peer_names = [p for p in args.peers.split(",") if p]
+    for p in peer_names:
+        if p not in PEER_RUNNERS:
+            raise SystemExit(f"unknown peer {p!r}: choose from {', '.join(PEER_RUNNERS)}")
+        peers.ensure_venv(p)  # install before any timing
     from inferctl.local.tinymodel import ensure_tiny_model
 
     tokenizer = str(ensure_tiny_model())  # a local tokenizer for vllm bench's random dataset (no hub)
@@ -149,6 +181,7 @@ def main() -> None:
         try:
             ours: dict[str, list] = {w: [] for w in args.workers.split(",")}
             theirs = []
+            others: dict[str, list] = {p: [] for p in peer_names}
             for _ in range(args.repeats):
                 for w in ours:
                     ours[w].append(run_inferctl(url, args.concurrency, args.requests, args.concurrency,
@@ -156,7 +189,14 @@ def main() -> None:
                 if not args.skip_vllm:
                     theirs.append(run_vllm(url, args.concurrency, args.requests, args.concurrency, args.context,
                                            args.output_tokens, tmp, tokenizer))
+                for p, runs_p in others.items():
+                    runs_p.append(PEER_RUNNERS[p](url, args.concurrency, args.requests, args.concurrency,
+                                                  args.context, args.output_tokens, tmp, tokenizer))
             tp["inferctl_runs"], tp["vllm_runs"] = ours, theirs
+            for p, runs_p in others.items():
+                tp[f"{p}_runs"] = runs_p
+                tp[f"{p}_req_per_s"] = med(r["req_per_s"] for r in runs_p)
+                tp[f"{p}_cpu_ms_per_req"] = med(r["client_cpu_ms_per_req"] for r in runs_p)
             if theirs:
                 tp["vllm_req_per_s"] = med(r["req_per_s"] for r in theirs)
             for w, runs in ours.items():
@@ -177,11 +217,15 @@ def main() -> None:
             runs: dict[str, list] = {f"inferctl_workers_{w}": [] for w in args.ttft_workers.split(",")}
             if not args.skip_vllm:
                 runs["vllm"] = []
+            for p in peer_names:
+                runs[p] = []
             for _ in range(args.ttft_repeats):
                 for name in runs:
                     truth(url, "DELETE")
                     if name == "vllm":
                         r = run_vllm(url, c, 4 * c, c, args.context, out, tmp, tokenizer)
+                    elif name in PEER_RUNNERS:
+                        r = PEER_RUNNERS[name](url, c, 4 * c, c, args.context, out, tmp, tokenizer)
                     else:
                         r = run_inferctl(url, c, 4 * c, c, args.context, out, tmp, name.rsplit("_", 1)[1])
                     t = truth(url)  # in request-arrival order: the first c are the warm-up wave, when one was sent

@@ -261,18 +261,30 @@ class Proto:
             if itl <= 0 or n == 1:
                 t.write(_chunked(b"".join(tokens[1:] + tail)) + b"0\r\n\r\n")
                 return
+            # Token i at first + i × ITL, the last one with the usage and [DONE]. One timer chain per stream,
+            # each write arming the next: never one call_at per token. uvloop turns an overdue call_at into
+            # call_soon, which runs after the due timers of the next iteration, so a stall while scheduling
+            # reordered a stream (its terminating chunk before a token: the client's "bad status line b'8a'").
+            pieces = [_chunked(tok) for tok in tokens[1:n - 1]] + [_chunked(b"".join(tokens[n - 1:] + tail))
+                                                                   + b"0\r\n\r\n"]
             start = loop.time()
-            for i in range(1, n):  # token i at first + i × ITL, the last one with the usage and [DONE]
-                data = _chunked(tokens[i]) if i < n - 1 else _chunked(b"".join(tokens[i:] + tail)) + b"0\r\n\r\n"
-                loop.call_at(start + i * itl, _write_if_open, t, data)
+
+            def step(i: int) -> None:  # piece i is due: write it and any later ones due by now, re-arm
+                if t.is_closing():
+                    return
+                t.write(pieces[i])
+                i += 1
+                now = loop.time()
+                while i < len(pieces) and start + (i + 1) * itl <= now + 0.0005:
+                    t.write(pieces[i])
+                    i += 1
+                if i < len(pieces):
+                    loop.call_at(start + (i + 1) * itl, step, i)
+
+            loop.call_at(start + itl, step, 0)
 
         # The delay counts from the kernel's arrival; call_at keeps it exact up to loop scheduling.
         loop.call_at(loop.time() + st.ttft - (time.time_ns() - arrived) * 1e-9, first)
-
-
-def _write_if_open(t: Conn, data: bytes) -> None:
-    if not t.is_closing():
-        t.write(data)
 
 
 async def serve(host: str, port: int, state: State) -> None:

@@ -30,6 +30,13 @@ body framed by ``Transfer-Encoding: chunked``, ``Content-Length`` or connection 
 the event loop's SSL support. No proxies, redirects or compression (a benchmark must not follow
 them silently). Errors are values: ``post`` returns a ``StreamResult`` whose status says what
 went wrong, with the same classes as the aiohttp and httpx transports.
+
+**Connections stay in step.** The client never pipelines, so every byte on a connection belongs to the
+one request in flight. A connection is not reused after bytes no request asked for: bytes after a
+response's end (in the same read or later, while idle) retire it. A request on a *reused* connection
+that was never answered (the server closed an idle keep-alive connection as the request went out, or
+the first bytes are not a status line but leftovers of an earlier exchange) is sent again, once, on a
+new connection: not an error of the server's answer, counted in ``RawTransport.retried``.
 """
 
 from __future__ import annotations
@@ -137,6 +144,9 @@ class _Conn(asyncio.Protocol):
         self.ok = False  # the status was 200: the body is an event stream
         self.err_body: list[bytes] = []
         self.keep_alive = True
+        self.reused = False  # the connection served a request before the one in flight
+        self.answered = False  # a byte of the response to the request in flight has arrived
+        self.unanswered = False  # the request in flight failed before any answer (set on failure)
 
     # -- protocol callbacks -------------------------------------------------------------------
 
@@ -151,10 +161,24 @@ class _Conn(asyncio.Protocol):
 
     def _feed(self, data: bytes, now: float) -> None:
         """Bytes that arrived at ``now`` (perf_counter seconds)."""
-        if self.state == _IDLE:
-            return  # bytes nobody asked for (a server closing an idle connection); ignore
+        if self.state == _IDLE:  # bytes nobody asked for: this connection is out of step, never reuse it
+            self.pool.stray += 1
+            self.closed = True
+            self._abort()
+            return
         buf = self.buf + data if self.buf else data
         self.buf = b""
+        if not self.answered:
+            self.answered = True
+            if self.reused and not buf.startswith(b"HTTP/"[:len(buf)]):
+                # Not a status line: leftovers of an earlier exchange arrived after our request went out.
+                # Our request was not answered (its answer would follow them): retry it on a new connection.
+                self.pool.stray += 1
+                self.unanswered = True
+                first = buf.split(b"\r\n", 1)[0][:80]
+                self._fail("stream_broken", f"bad status line {first!r} (bytes of an earlier response on a "
+                                            "reused connection)")
+                return
         while self.state == _HEAD:  # a loop: informational (1xx) responses precede the real one
             end = buf.find(b"\r\n\r\n")
             if end < 0:
@@ -170,6 +194,8 @@ class _Conn(asyncio.Protocol):
             self._chunked(buf, now)
         elif self.state == _LENGTH:
             piece = buf[:self.left]
+            if len(buf) > self.left:
+                self.keep_alive = False  # bytes after the body: not an answer to anything
             self.left -= len(piece)
             self._body(piece, now)
             if self.left <= 0 and self.state == _LENGTH:
@@ -185,6 +211,7 @@ class _Conn(asyncio.Protocol):
         if state == _UNTIL_CLOSE:
             self._complete()
         elif state == _HEAD:
+            self.unanswered = not self.answered  # e.g. a server closing an idle connection as we reused it
             self._fail("connection_error", _why("connection closed before the response", exc))
         else:
             self._fail("stream_broken", _why("connection closed mid-response", exc))
@@ -197,6 +224,7 @@ class _Conn(asyncio.Protocol):
         self.result, self.future = result, future
         self.parser = SSEParser(result, keep_text=False)
         self.ok, self.left, self.err_body, self.keep_alive = False, 0, [], True
+        self.answered = self.unanswered = False
         self.timer = loop.call_at(deadline, self._timeout)
         # send: now, or when post() began opening the connection this request needed (like aiohttp).
         result.send_time = time.perf_counter() if send is None else send
@@ -244,10 +272,7 @@ class _Conn(asyncio.Protocol):
         if chunked:
             self.state, self.left = _CHUNKED, -1
         elif length is not None:
-            self.state, self.left = _LENGTH, length
-            if length == 0:
-                self._complete()
-                return False
+            self.state, self.left = _LENGTH, length  # an empty body completes in _feed
         else:
             self.state, self.keep_alive = _UNTIL_CLOSE, False
         return True
@@ -280,6 +305,8 @@ class _Conn(asyncio.Protocol):
                 continue
             if left == -3:  # trailers after the last chunk; an empty line ends the body
                 if not line:
+                    if pos < n:
+                        self.keep_alive = False  # bytes after the body: not an answer to anything
                     if out:
                         self._body(b"".join(out), now)
                     if self.state == _CHUNKED:
@@ -337,14 +364,16 @@ class _Conn(asyncio.Protocol):
             self.timer.cancel()
             self.timer = None
         reusable = self.keep_alive and not self.closed and not self.buf and self.state != _UNTIL_CLOSE
+        retry = self.unanswered and self.reused  # post() sends it again on a new connection
         self.state, self.future, self.result, self.parser, self.buf = _IDLE, None, None, None, b""
         if reusable:
+            self.reused = True
             self.pool._idle.append(self)
         else:
             self.closed = True
             self._abort()
         if fut is not None and not fut.done():
-            fut.set_result(result)
+            fut.set_result((result, retry))
 
 
 def _why(text: str, exc: BaseException | None) -> str:
@@ -373,6 +402,7 @@ class _SockConn(_Conn):
         self.result, self.future = result, future
         self.parser = SSEParser(result, keep_text=False)
         self.ok, self.left, self.err_body, self.keep_alive = False, 0, [], True
+        self.answered = self.unanswered = False
         self.timer = loop.call_at(deadline, self._timeout)
         off = self.offset_ns = _the_clock().current()
         rt = time.time_ns()  # CLOCK_REALTIME, the kernel stamps' clock, right before the one send
@@ -487,6 +517,8 @@ class RawTransport:
         self.kernel_stamps = 0  # reads whose time is the kernel's
         self.clamped = 0  # kernel stamps later than the userland read time or behind the previous one
         self.trace: list[tuple[float, float]] | None = None  # tests: (stamp used, userland time) per read
+        self.stray = 0  # reads of bytes no request asked for (the connection was retired)
+        self.retried = 0  # requests sent again on a new connection: a reused one never answered them
         self._addrs: list | None = None
 
     def _request(self, path: str, body: bytes) -> bytes:
@@ -496,11 +528,21 @@ class RawTransport:
         return b"%s%d\r\n\r\n%s" % (line, len(body), body)
 
     async def post(self, path: str, body: bytes) -> StreamResult:
-        loop = asyncio.get_running_loop()
         request = self._request(path, body)
+        result, retry = await self._post(request, reuse=True)
+        if retry:
+            # A reused connection that never answered (closed by the server while idle, or out of step):
+            # the request goes again, once, on a new connection.
+            self.retried += 1
+            result, _ = await self._post(request, reuse=False)
+        return result
+
+    async def _post(self, request: bytes, reuse: bool) -> tuple[StreamResult, bool]:
+        """One attempt: the result, and whether a reused connection left the request unanswered."""
+        loop = asyncio.get_running_loop()
         conn = None
         idle = self._idle
-        while idle:
+        while reuse and idle:
             c = idle.pop()
             if not c.closed:
                 conn = c
@@ -520,20 +562,21 @@ class RawTransport:
             except TimeoutError:
                 result.send_time = send
                 result.status, result.error = "timeout", f"connect timed out after {self.connect_timeout:g} s"
-                return result
+                return result, False
             except (OSError, ssl.SSLError) as exc:
                 result.send_time = send
                 result.status, result.error = "connection_error", (str(exc) or type(exc).__name__)[:300]
-                return result
+                return result, False
             self._all.add(conn)
         future = loop.create_future()
         conn.start(request, result, future, loop.time() + self.timeout, loop, send)
-        if conn.future is None:  # answered synchronously (cannot happen with real sockets)
+        if conn.future is None:  # answered synchronously (e.g. the send failed at once)
             return future.result()
         try:
             return await future
         except asyncio.CancelledError:
-            conn._fail("connection_error", "cancelled")
+            if conn.future is future:  # still ours: after it resolved, the connection may serve another request
+                conn._fail("connection_error", "cancelled")
             raise
 
     async def _connect(self, loop: asyncio.AbstractEventLoop) -> _SockConn:
