@@ -320,6 +320,7 @@ async def plan_serving(
     lines += [f"- users {p.concurrency} @ {p.context}: {fmt(p.output_throughput)} out tok/s, TTFT p50 "
               f"{fmt(p.ttft_p50_ms)} ms, TPOT p50 {fmt(p.tpot_p50_ms, '', 2)} ms, $/M out tokens "
               f"{fmt(p.cost_per_million_output_tokens, '', 3)}" for p in r.performance]
+    lines += [f"why not: {r.verdict}"] if r.verdict else []
     lines += [f"- fix: {s.change} ({s.flags})" for s in r.suggestions]
     lines += [f"note: {n}" for n in r.notes]
     return result(r, "\n".join(lines))

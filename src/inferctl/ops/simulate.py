@@ -16,6 +16,7 @@ from inferctl.bench.spec import SweepSpec
 from inferctl.bench.store import RunDir, RunMeta, new_run_id, runs_dir
 from inferctl.ops.bench import SweepSummary
 from inferctl.plan.cells import SimEngine, simulate_cell
+from inferctl.plan.fit import require_fit
 from inferctl.plan.perf import PerfParams
 from inferctl.profiles.serving import ServingConfig
 
@@ -42,6 +43,7 @@ def simulate(
     cfg, price_source = with_catalog_price(cfg, profile)  # recorded with the run for `inferctl cost`
     engine = SimEngine(cfg, params)
     mem = engine.memory  # resolves and validates before anything is written
+    require_fit(cfg, mem)  # a configuration that cannot load is refused, never simulated as zeros
     r = engine.resolved
     run_id = new_run_id(f"sim-{Path(r.model.name).name}-{r.accelerator.name}")
     store = RunDir.create(runs_dir(str(root) if root else None), run_id)
