@@ -367,8 +367,8 @@ def capacity(engine: SimEngine, workload: Workload, ub: float, cand: Candidate) 
     """The highest open-loop rate one replica sustains with every SLO met (bisection between probes)."""
     ev = Evaluator(engine, workload)
     order = [s.key for s in workload.slos]
-    res = Capacity(candidate=cand, status="ok", bound_rps=round(ub, 4), kv_cache_tokens=engine.memory.kv.kv_cache_tokens,
-                   max_num_seqs=engine.resolved.max_num_seqs)  # fmt: skip
+    res = Capacity(candidate=cand, status="ok", bound_rps=round(ub, 4),
+                   kv_cache_tokens=engine.memory.kv.kv_cache_tokens, max_num_seqs=engine.resolved.max_num_seqs)
     lo_rate = max(ub * 0.02, 1e-3)
     low = ev.probe(lo_rate)
     if not low.meets:

@@ -75,7 +75,8 @@ def _add_panel(fig, p: Panel, r: int, c: int, xlabel: str, first: bool) -> None:
             continue
         xs, ys = zip(*pts, strict=True)
         fig.add_trace(go.Scatter(
-            x=list(xs), y=list(ys), mode="markers" if ln.markers else "lines+markers", name=ln.name, legendgroup=ln.name, showlegend=first,
+            x=list(xs), y=list(ys), mode="markers" if ln.markers else "lines+markers", name=ln.name,
+            legendgroup=ln.name, showlegend=first,
             line={"color": PALETTE[ln.color % len(PALETTE)], "dash": "dash" if ln.dash else "solid"},
             hovertemplate=f"{_esc(ln.name)}<br>{xlabel.split(' (')[0]} %{{x}}<br>{_esc(p.title)} %{{y:.4g}} "
                           f"{_esc(p.ylabel)}<extra></extra>"), row=r, col=c)

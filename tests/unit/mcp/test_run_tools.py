@@ -137,3 +137,30 @@ async def test_benchmark_start_fails_fast_for_an_unknown_target():
         assert r.is_error and "Unknown target 'nope'" in text(r)
         r = await c.call_tool("start_benchmark", {"target": "local", "concurrencies": [0]})
         assert r.is_error and "validation error" in text(r)
+
+
+async def test_plan_serving_with_a_workload_ranks_deployments():
+    workload = {"rate": 0.05, "prompt_tokens": {"fixed": 512}, "output_tokens": {"fixed": 64},
+                "slo": ["ttft_p95_ms=5000"], "models": ["gemma-4-12b:w4a16"],
+                "search": {"accelerators": ["l4"], "platforms": ["cloudrun"], "kv_dtypes": ["fp8"],
+                           "speculative": ["off"], "max_devices": 1}}
+    async with client() as c:
+        r = await c.call_tool("plan_serving", {"workload": workload})
+        assert not r.is_error, text(r)
+        fleet = r.structured_content["fleet"]
+        assert fleet["rows"][0]["machine"] == "cloudrun-l4" and fleet["rows"][0]["replicas"] == 1
+        assert fleet["counts"]["simulated"] == 1 and "USD/month" in r.content[0].text
+        none = await c.call_tool("plan_serving", {"workload": {**workload, "prompt_tokens": {"fixed": 8000},
+                                                               "slo": ["ttft_p95_ms=20"]}})
+        assert not none.is_error and none.structured_content["fits"] is False
+        assert "TTFT" in none.structured_content["fleet"]["binding"]
+
+
+async def test_simulate_sweep_refuses_a_config_that_does_not_fit():
+    async with client() as c:
+        plan = await c.call_tool("plan_serving", {"model": "gemma-4-12b", "accelerator": "l4"})
+        verdict = plan.structured_content["verdict"]
+        r = await c.call_tool("simulate_sweep", {**SMALL, "quant": "bf16", "accelerator": "l4"})
+        assert r.is_error and verdict in text(r) and "does not fit" in verdict
+        runs = await c.call_tool("list_runs", {})
+        assert runs.structured_content["runs"] == []  # nothing simulated, nothing stored
