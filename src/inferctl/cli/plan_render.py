@@ -142,8 +142,9 @@ def fleet(result: Any, top: int = 15) -> None:
         c.print(f"[bold]Top:[/] {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.label} on "
                 f"{best.machines} x {best.price_key} ({best.tier})")
         c.print(f"  vLLM: {best.vllm_flags}")
-        c.print(f"  profile: platform = \"{best.platform}\", accelerator_count = {best.devices_per_machine}, "
-                f"[scaling] max_instances = {best.machines}"
-                f"{', min_instances = 0' if best.scale_to_zero else ''}")
+        if result.profile:
+            c.print("  deployment profile to create (save as a [profiles.NAME] table or a profile file, edit, "
+                    "then `inferctl deploy`):")
+            c.print(Text(result.profile.rstrip(), style="dim"))
     for note in result.notes:
         c.print(f"[dim]note: {note}[/]")

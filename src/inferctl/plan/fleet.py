@@ -155,6 +155,8 @@ class FleetResult(BaseModel):
     skipped_tiers: list[str] = Field(default_factory=list, description="price key: tiers the catalog has no "
                                      "price for (skipped).")
     notes: list[str] = Field(default_factory=list)
+    profile: str | None = Field(default=None, description="The deployment profile (TOML) to create for the top "
+                                "deployment (filled by the use case).")
     elapsed_s: float = 0.0
 
 
@@ -323,7 +325,8 @@ def bounds(engine: SimEngine, workload: Workload) -> tuple[float, dict[str, floa
     tpot_lb = step.step_time(1, 0.0, 0.0) / tps * 1000
     lbs = {}
     for slo in workload.slos:
-        q = 0.5 if slo.stat == "mean" else max(0.0, float(slo.stat[1:]) / 100 - 0.01)
+        # the length five percentiles below the SLO's: a probe's measured half of the sample may sit a little low
+        q = 0.0 if slo.stat == "mean" else max(0.0, float(slo.stat[1:]) / 100 - 0.05)
         p, out = workload.prompt_tokens.quantile(q), workload.output_tokens.quantile(q)
         ttft = p * per_token * 1000 + o_ms
         if slo.metric == "ttft":
@@ -349,17 +352,26 @@ def _limiting(fail: Probe, engine: SimEngine, slos_order: list[str]) -> str:
     return "engine throughput (the queue grows)"
 
 
-def vllm_flags(c: Candidate, max_model_len: int, hf_id: str | None) -> str:
+def speculative_config(drafter_hf_id: str | None) -> dict:
+    """vLLM's --speculative-config for the model's MTP assistant (4 draft tokens, as the simulation assumes)."""
+    return {"model": drafter_hf_id, "num_speculative_tokens": 4} if drafter_hf_id else \
+        {"method": "mtp", "num_speculative_tokens": 4}
+
+
+def vllm_flags(c: Candidate, max_model_len: int, hf_id: str | None, drafter_hf_id: str | None = None) -> str:
+    """The `vllm serve` line for a candidate (the checkpoint in its weight format is named in words)."""
+    import json
+
     parts = [f"vllm serve {hf_id or c.model}"]
     if c.quant != "bf16":
-        parts.append(f"(the {c.quant} checkpoint)")
+        parts.append(f"(its {c.quant} checkpoint)")
     parts.append(f"--max-model-len {max_model_len}")
     if c.tp > 1:
         parts.append(f"--tensor-parallel-size {c.tp}")
     if c.kv_dtype == "fp8":
         parts.append("--kv-cache-dtype fp8")
     if c.mtp:
-        parts.append("--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":4}'")
+        parts.append(f"--speculative-config '{json.dumps(speculative_config(drafter_hf_id), separators=(',', ':'))}'")
     return " ".join(parts)
 
 
@@ -432,7 +444,7 @@ def search(workload: Workload, *, params_for: Callable[[str], PerfParams | None]
         engine = SimEngine(r, params_for(cand.accelerator) if params_for else None)
         mem = engine.memory
         cap.kv_cache_tokens, cap.max_num_seqs = mem.kv.kv_cache_tokens, r.max_num_seqs
-        cap.vllm_flags = vllm_flags(cand, max_len, r.model.hf_id)
+        cap.vllm_flags = vllm_flags(cand, max_len, r.model.hf_id, r.drafter.hf_id if r.drafter else None)
         if not mem.fits:
             cap.status, cap.reason = "no-fit", mem.reason
             counts["not_fitting"] += 1

@@ -211,3 +211,26 @@ def test_simulate_and_sim_serve_refuse_a_config_that_does_not_fit(command, extra
     err = out.stderr.strip()
     assert len(err.splitlines()) == 1 and err == f"error: {verdict}", err
     assert "sim serve" not in out.stdout  # refused before the banner, nothing served
+
+
+def test_the_profile_to_create_is_a_valid_deployment_profile():
+    import tomllib
+
+    from inferctl.ops.fleet import profile_toml
+    from inferctl.profiles.profile import parse_profile
+    from inferctl.profiles.serve import serve_args, validate
+
+    w = workload_from_dict({**small(3.0), "search": {"accelerators": ["l4", "tpu-v6e"], "kv_dtypes": ["fp8"],
+                                                     "speculative": ["off", "mtp"], "max_devices": 2, "keep": 40}})
+    rows = search(w).rows
+    shown = {}
+    for row in rows:
+        shown.setdefault((row.platform, row.replicas_per_machine > 1, row.candidate.mtp), row)
+    assert {p for p, _, _ in shown} == {"cloudrun", "gce", "tpu"}
+    for row in shown.values():
+        profile = parse_profile("planned", tomllib.loads(profile_toml(row, w)))
+        assert validate(profile).errors == [], (row.price_key, validate(profile).errors)
+        args = serve_args(profile)
+        assert ("--data-parallel-size" in args) == (row.replicas_per_machine > 1)
+        assert ("--speculative-config" in args) == row.candidate.mtp
+        assert profile.spot == (row.tier == "spot")
