@@ -458,7 +458,7 @@ def search(workload: Workload, *, params_for: Callable[[str], PerfParams | None]
         cap.bound_rps = round(ub, 4)
         slo_limits = {s.key: s.limit_ms for s in workload.slos}
         missed = [k for k, v in lbs.items() if v > slo_limits[k]]
-        if missed:
+        if missed and prune:
             k = missed[0]
             cap.status = "infeasible"
             cap.limiting = {"ttft": "prefill compute (TTFT)", "tpot": "decode memory bandwidth (TPOT)",
