@@ -78,11 +78,36 @@ def plan(
     calibration: CalOpt = None,
     context: Annotated[int, typer.Option("--context", help="Prompt tokens for the speed prediction.")] = 1024,
     output_tokens: Annotated[int, typer.Option("--output-tokens", help="Output tokens for the prediction.")] = 256,
+    workload: Annotated[Path | None, typer.Option("--workload", help="A workload TOML file (docs/planner.md, "
+                                                  "'Workloads'): search the catalog for the cheapest deployments "
+                                                  "that meet it.")] = None,
+    rate: Annotated[float | None, typer.Option("--rate", help="Workload search from flags: peak requests/s (prompt "
+                                               "--context, answer --output-tokens tokens).", min=0.0001)] = None,
+    slo: Annotated[list[str] | None, typer.Option("--slo", help="Workload SLO, e.g. ttft_p95_ms=1000 "
+                                                  "(repeatable).")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Workload search: also write an HTML report with "
+                                              "the cost-vs-capacity chart.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Will it fit: memory per device, KV cache and concurrency the way vLLM sizes them, speed and cost."""
+    """Will it fit: memory per device, KV cache and concurrency the way vLLM sizes them, speed and cost.
+
+    With --workload FILE (or --rate): the cheapest deployments across the catalog that meet the workload.
+    """
     from inferctl.cli import plan_render
     from inferctl.ops.plan import plan as plan_op
+
+    if workload is not None or rate is not None:
+        from inferctl.ops.fleet import build_workload, plan_fleet
+
+        flags_model = f"{model}:{quant}" if model and quant != "bf16" else model
+        wl = run(lambda: build_workload(workload, model=flags_model, rate=rate, slo=slo,
+                                        prompt_tokens=context if rate is not None else None,
+                                        output_tokens=output_tokens if rate is not None else None))  # fmt: skip
+        result = run(lambda: plan_fleet(wl, html=html))
+        emit(result, as_json, plan_render.fleet)
+        if not result.rows:
+            raise typer.Exit(1)
+        return
 
     cfg = _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util,
                   max_num_seqs, max_num_batched_tokens, block_size, kv_cache_gib, speculative, price_per_hour,
@@ -214,6 +239,9 @@ def sim_serve(
     cfg = _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util,
                   max_num_seqs, max_num_batched_tokens, None, kv_cache_gib, speculative, None, False)
     params = _params(calibration)
+    from inferctl.ops.plan import check_fits
+
+    run(lambda: check_fits(cfg))
     console().print(styled("[bold]sim serve[/] {} on {} x {} at http://{}:{}", cfg.model, cfg.count, cfg.accelerator,
                            host, port))
     run(lambda: serve(cfg, params=params, host=host, port=port, speed=speed, served_model_name=served_name))

@@ -40,8 +40,8 @@ def plan(report: Any) -> None:
     t.add_row("KV groups", m.kv_groups or "—")
     t.add_row("KV capacity", f"{m.kv.kv_cache_tokens:,} tokens (as vLLM logs it)")
     t.add_row("max concurrency", f"{m.kv.max_concurrency:,.2f} requests of {m.max_model_len:,} tokens")
-    if m.reason:
-        t.add_row("why not", Text(m.reason, style="red"))
+    if report.verdict or m.reason:
+        t.add_row("why not", Text(report.verdict or m.reason, style="red"))
     c.print(t)
     if report.suggestions:
         s = Table(title="What would make it fit", title_justify="left", title_style="bold")
@@ -113,3 +113,40 @@ def calibration(report: Any) -> None:
                                for k in ("request_throughput", "output_throughput", "ttft_p50", "tpot_p50")])
     c.print(keep_whole(h, ["cell"]))
     c.print(styled("[dim]parameters: {}   heatmap: {}[/]", report.params_path, report.heatmap_path))
+
+
+def fleet(result: Any, top: int = 15) -> None:
+    """The fleet search: ranked deployments, the top one's flags and profile, counts and notes."""
+    c = console()
+    c.print(styled("[bold]Workload[/] {}", result.workload))
+    n = result.counts
+    c.print(Text(f"{n.get('candidates', 0)} candidates: {n.get('simulated', 0)} simulated "
+                 f"({n.get('simulations', 0)} simulations), {n.get('pruned', 0)} pruned by bounds, "
+                 f"{n.get('not_fitting', 0)} not fitting, {n.get('infeasible', 0)} meeting no SLO at any load, "
+                 f"{n.get('unpriced', 0)} without a price; {result.elapsed_s:g} s", style="dim"))
+    if result.binding:
+        c.print(Text(result.binding, style="bold red"))
+    if result.rows:
+        t = Table(title="Deployments, cheapest first (USD/month: autoscaled over the traffic shape; always on)",
+                  title_justify="left", title_style="bold")
+        for col in ("#", "deployment", "machine, tier", "req/s per replica", "replicas on machines", "headroom",
+                    "USD/month", "always on", "limited by"):
+            t.add_column(col, justify="left" if col in ("deployment", "machine, tier", "limited by") else "right")
+        for i, r in enumerate(result.rows[:top], 1):
+            c_ = r.candidate
+            short = f"{c_.model.removeprefix('gemma-4-')} {c_.quant} {c_.tp}x{c_.accelerator} kv {c_.kv_dtype}" + \
+                (" mtp" if c_.mtp else "")
+            t.add_row(str(i), short, f"{r.price_key} {r.tier}", f"{r.capacity_rps:,.3g}",
+                      f"{r.replicas} on {r.machines}", f"{r.headroom:.0%}", f"{r.monthly:,.0f}",
+                      f"{r.monthly_always_on:,.0f}", r.limiting or "—")
+        c.print(keep_whole(t, ["deployment"]))
+        best = result.rows[0]
+        c.print(styled("[bold]Top:[/] {} replica{} of {} on {} x {} ({})", best.replicas,
+                       "s" if best.replicas > 1 else "", best.label, best.machines, best.price_key, best.tier))
+        c.print(Text(f"  vLLM: {best.vllm_flags}"))
+        if result.profile:
+            c.print(Text("  deployment profile to create (save as a [profiles.NAME] table or a profile file, edit, "
+                         "then `inferctl deploy`):"))
+            c.print(Text(result.profile.rstrip(), style="dim"))
+    for note in result.notes:
+        c.print(Text(f"note: {note}", style="dim"))

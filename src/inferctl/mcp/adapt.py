@@ -68,7 +68,9 @@ def speak_tool(message: str, params: set[str]) -> str:
             return first + (f"/{second}" if second else "")
         return m.group(0)
 
-    return _FLAG.sub(sub, _CLI_ONLY.sub("", message))
+    text = _FLAG.sub(sub, _CLI_ONLY.sub("", message))
+    # "--count 4 --tp 4" both map to `count`: say it once.
+    return re.sub(r"\b(\w+ \d+) \1\b", r"\1", text)
 
 
 def guard(timeout: float = TOOL_TIMEOUT_S) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:

@@ -166,16 +166,20 @@ def _prompts(server: MCPServer) -> None:
 
     @server.prompt(name="choose_hardware", title="Choose hardware for a model and a load")
     def choose_hardware(model: str = "gemma-4-12b", users: str = "64", context: str = "4096") -> str:
-        """Compare accelerators and formats for a model at a given load, with predicted speed and cost."""
+        """Find the cheapest deployment of a model for a load, with predicted speed and monthly cost."""
         return (f"I need to serve {model} to about {users} concurrent users at a {context}-token context. "
                 "Use inferctl to choose the hardware:\n"
-                f"1. plan_serving for {model} on l4, rtx-pro-6000 and tpu-v6e (and h100 if none fit), with quant "
-                f"bf16, fp8 and w4a16 where the model has them, context={context}; pass price_per_hour when known.\n"
-                "2. Keep configurations that fit with max concurrency at or above the target; compare TTFT, TPOT, "
-                "throughput and cost per million tokens.\n"
-                f"3. For the best two, simulate_sweep with concurrencies around {users} and contexts [{context}].\n"
-                "4. find_capacity for the winner's accelerator to see where quota exists.\n"
-                "Answer with a table and one recommendation, and say which numbers are predictions.")
+                f"1. plan_serving with a workload: models ['{model}'], users {users} with the think time I give "
+                f"(or ask me for the peak requests/s as rate), prompt_tokens {{'fixed': {context}}}, output_tokens "
+                "(ask me, or 256), the SLOs I care about (e.g. ttft_p95_ms=1000, tpot_p95_ms=50) and my daily "
+                "traffic shape (peak_hours, off_peak). It ranks every accelerator, format, TP, KV dtype, MTP, "
+                "platform and price tier by monthly cost.\n"
+                "2. For the top two, plan_serving with their accelerator/quant/kv_dtype (no workload) for the "
+                "memory picture, and simulate_sweep with concurrencies around "
+                f"{users} and contexts [{context}].\n"
+                "3. find_capacity for the winner's accelerator to see where quota exists.\n"
+                "Answer with the ranked table (replicas, USD/month, limiting factor) and one recommendation, and say "
+                "which numbers are predictions.")
 
     @server.prompt(name="compare_configurations", title="Compare two serving configurations")
     def compare_configurations(run_a: str = "", run_b: str = "") -> str:

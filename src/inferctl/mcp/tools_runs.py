@@ -17,6 +17,8 @@ from inferctl.mcp.policy import ToolSpec
 from inferctl.mcp.tools_observe import ModelArg, TargetArg
 from inferctl.ops.bench import RunInfo
 from inferctl.ops.plan import PlanReport
+from inferctl.plan.memory import MemoryPlan
+from inferctl.plan.workload import Workload
 
 RUN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$"  # an id, never a path
 RunArg = Annotated[str, Field(pattern=RUN_PATTERN, description="A run id from list_runs or start_benchmark "
@@ -293,6 +295,50 @@ Profile = Annotated[str | None, Field(max_length=100, description="A deployment 
                                       "above (see list_targets).")]
 
 
+class FleetRow(BaseModel):
+    """One ranked deployment (a replica configuration on a priced machine and tier)."""
+
+    deployment: str
+    machine: str
+    tier: str
+    capacity_rps: float = Field(description="Requests/s one replica sustains with every SLO met.")
+    replicas: int
+    machines: int
+    headroom: float
+    usd_per_month: float = Field(description="Autoscaled over the traffic shape (committed tiers: always on).")
+    usd_per_month_always_on: float
+    limiting: str | None = None
+    vllm_flags: str | None = None
+
+
+class FleetBrief(BaseModel):
+    """The workload search, compact: the cheapest deployments first."""
+
+    workload: str
+    rows: list[FleetRow] = Field(default_factory=list)
+    rows_total: int = 0
+    counts: dict[str, int] = Field(default_factory=dict)
+    binding: str | None = Field(default=None, description="Why nothing meets the workload, when nothing does.")
+    notes: list[str] = Field(default_factory=list)
+
+
+class ServingPlan(PlanReport):
+    """plan_serving's answer: one configuration's plan, or (with a workload) the ranked deployments."""
+
+    memory: MemoryPlan | None = Field(default=None, description="Memory per device (one configuration only).")
+    fleet: FleetBrief | None = Field(default=None, description="With a workload: the ranked deployments.")
+
+
+def _fleet_brief(res, top: int) -> FleetBrief:
+    rows = [FleetRow(deployment=r.label, machine=r.price_key, tier=r.tier, capacity_rps=r.capacity_rps,
+                     replicas=r.replicas, machines=r.machines, headroom=r.headroom, usd_per_month=r.monthly,
+                     usd_per_month_always_on=r.monthly_always_on, limiting=r.limiting,
+                     vllm_flags=r.vllm_flags if i < 3 else None)
+            for i, r in enumerate(res.rows[:top])]  # fmt: skip
+    return FleetBrief(workload=res.workload, rows=rows, rows_total=len(res.rows), counts=res.counts,
+                      binding=res.binding, notes=res.notes)
+
+
 @guard()
 async def plan_serving(
     model: Annotated[ModelName | None, Field(description="Catalog model or HF id (or give profile).")] = None,
@@ -306,23 +352,49 @@ async def plan_serving(
     profile: Profile = None,
     context: Annotated[int, Field(ge=1, le=2_000_000, description="Prompt tokens for the speed estimate.")] = 1024,
     output_tokens: Annotated[int, Field(ge=1, le=65536, description="Output tokens for the estimate.")] = 256,
-) -> Annotated[CallToolResult, PlanReport]:
+    workload: Annotated[Workload | None, Field(description="A workload (peak rate, lengths, SLOs, traffic shape, "
+                                               "acceptable models): search the whole catalog for the cheapest "
+                                               "deployments that meet it instead of planning one config.")] = None,
+    top: Annotated[int, Field(ge=1, le=50, description="Ranked deployments returned (workload only).")] = 8,
+) -> Annotated[CallToolResult, ServingPlan]:
     """Before spending money: will this model fit this hardware, how much KV cache, how many concurrent users
     at a context, predicted TTFT/TPOT/throughput, and cost per million tokens (with price_per_hour). When it
     does not fit, lists changes that would (fp8/w4a16 weights, fp8 KV, more devices, shorter context).
+    With a workload: the cheapest deployments across accelerators, formats, TP, KV dtype, MTP, platforms and
+    price tiers that meet its SLOs, with replicas, monthly cost and the limiting factor (seconds).
     """
     from inferctl.ops.plan import plan
+
+    if workload is not None:
+        from inferctl.ops.fleet import plan_fleet
+
+        res = await in_thread(lambda: plan_fleet(workload))
+        brief = _fleet_brief(res, top)
+        out = ServingPlan(fits=bool(res.rows), fleet=brief, notes=res.notes)
+        c = res.counts
+        lines = [f"**{len(res.rows)} deployments** meet: {res.workload}",
+                 f"{c.get('candidates', 0)} candidates, {c.get('simulated', 0)} simulated, {c.get('pruned', 0)} "
+                 f"pruned, {c.get('not_fitting', 0)} not fitting"]
+        if res.binding:
+            lines.append(f"**{res.binding}**")
+        lines += [f"{i}. {r.deployment} on {r.machines} x {r.machine} ({r.tier}): {r.replicas} replicas, "
+                  f"{fmt(r.usd_per_month, '', 0)} USD/month ({fmt(r.usd_per_month_always_on, '', 0)} always on), "
+                  f"{fmt(r.capacity_rps, '', 2)} req/s per replica, limited by {r.limiting}"
+                  for i, r in enumerate(brief.rows, 1)]
+        return result(out, "\n".join(lines))
 
     args = ConfigArgs(model=model, accelerator=accelerator, count=count, quant=quant, kv_dtype=kv_dtype,
                       max_model_len=max_model_len, speculative=speculative, price_per_hour=price_per_hour,
                       profile=profile)
-    r = await in_thread(lambda: plan(_config(args), context=context, output_tokens=output_tokens))
+    r = ServingPlan.model_validate(
+        (await in_thread(lambda: plan(_config(args), context=context, output_tokens=output_tokens))).model_dump())
     kv = r.memory.kv
     lines = [f"**{'FITS' if r.fits else 'DOES NOT FIT'}**: KV cache {fmt(kv.kv_cache_tokens)} tokens, max "
              f"concurrency at full context {fmt(kv.max_concurrency, 'x', 2)}"]
     lines += [f"- users {p.concurrency} @ {p.context}: {fmt(p.output_throughput)} out tok/s, TTFT p50 "
               f"{fmt(p.ttft_p50_ms)} ms, TPOT p50 {fmt(p.tpot_p50_ms, '', 2)} ms, $/M out tokens "
               f"{fmt(p.cost_per_million_output_tokens, '', 3)}" for p in r.performance]
+    lines += [f"why not: {r.verdict}"] if r.verdict else []
     lines += [f"- fix: {s.change} ({s.flags})" for s in r.suggestions]
     lines += [f"note: {n}" for n in r.notes]
     return result(r, "\n".join(lines))

@@ -12,19 +12,10 @@ from pydantic import BaseModel, Field
 
 from inferctl.bench.spec import CellSpec, SweepSpec
 from inferctl.plan.cells import SimEngine, simulate_cell
-from inferctl.plan.config import resolve
-from inferctl.plan.memory import MemoryPlan, plan_resolved
+from inferctl.plan.fit import Suggestion, no_fit_sentence, suggestions
+from inferctl.plan.memory import MemoryPlan
 from inferctl.plan.perf import PerfParams
 from inferctl.profiles.serving import ServingConfig
-
-
-class Suggestion(BaseModel):
-    """A change that makes the configuration fit."""
-
-    change: str = Field(description="What to change, in words.")
-    flags: str = Field(description="The inferctl flags for it.")
-    kv_cache_tokens: int = Field(description="KV capacity with the change, tokens.")
-    max_concurrency: float = Field(description="Requests of max_model_len that fit at once with the change.")
 
 
 class PerfPoint(BaseModel):
@@ -59,41 +50,8 @@ class PlanReport(BaseModel):
                                      "(--price-per-hour) or the price catalog entry and its source.")
     perf_params: PerfParams | None = Field(default=None, description="Efficiency factors and overheads used.")
     notes: list[str] = Field(default_factory=list, description="Assumptions worth knowing.")
-
-
-def _variants(cfg: ServingConfig, mem: MemoryPlan) -> list[tuple[str, str, ServingConfig]]:
-    from inferctl.catalog import get_accelerator, load_model
-
-    acc, model = get_accelerator(cfg.accelerator), load_model(cfg.model)
-    out: list[tuple[str, str, ServingConfig]] = []
-    for fmt in ("fp8", "w4a16"):
-        if fmt != cfg.quant and fmt in model.formats and model.weight_bytes(fmt) < model.weight_bytes(cfg.quant):
-            out.append((f"{fmt} weights", f"--quant {fmt}", cfg.model_copy(update={"quant": fmt})))
-    if cfg.kv_dtype in ("auto", "bf16", "bfloat16"):
-        out.append(("fp8 KV cache", "--kv-dtype fp8", cfg.model_copy(update={"kv_dtype": "fp8"})))
-    tp = cfg.tp or cfg.count
-    for n in (2, 4, 8):
-        if n > tp and n <= acc.max_per_host:
-            out.append((f"{n} devices with tensor parallelism {n}", f"--count {n} --tp {n}",
-                        cfg.model_copy(update={"count": n, "tp": n})))
-    if mem.max_model_len_that_fits:
-        n = mem.max_model_len_that_fits
-        out.append((f"max_model_len {n:,}", f"--max-model-len {n}", cfg.model_copy(update={"max_model_len": n})))
-    return out
-
-
-def suggestions(cfg: ServingConfig, mem: MemoryPlan) -> list[Suggestion]:
-    """Single changes (format, KV dtype, more devices, shorter context) that make ``cfg`` fit, re-planned."""
-    out = []
-    for change, flags, variant in _variants(cfg, mem):
-        try:
-            m = plan_resolved(resolve(variant))
-        except Exception:  # noqa: BLE001 - a variant the catalog rejects is simply not suggested
-            continue
-        if m.fits:
-            out.append(Suggestion(change=change, flags=flags, kv_cache_tokens=m.kv.kv_cache_tokens,
-                                  max_concurrency=round(m.kv.max_concurrency, 2)))  # fmt: skip
-    return out
+    verdict: str | None = Field(default=None, description="Why it does not fit and what would, in one sentence "
+                                "(the refusal `simulate` and `sim serve` give).")
 
 
 def catalog_price(accelerator: str, count: int = 1, profile: str | None = None,
@@ -166,6 +124,14 @@ def with_catalog_price(cfg: ServingConfig, profile: str | None = None) -> tuple[
     return cfg.model_copy(update={"price_per_device_hour": round(found[0], 6)}), found[1]
 
 
+def check_fits(cfg: ServingConfig) -> None:
+    """Refuse (ConfigError, the sentence `plan` gives) a configuration that does not fit."""
+    from inferctl.plan.fit import require_fit
+    from inferctl.plan.memory import plan_memory
+
+    require_fit(cfg, plan_memory(cfg))
+
+
 def plan(cfg: ServingConfig, *, context: int = 1024, output_tokens: int = 256,
          params: PerfParams | None = None, profile: str | None = None) -> PlanReport:  # fmt: skip
     """Plan one serving configuration: memory, fit, suggestions, predicted speed and cost.
@@ -179,6 +145,7 @@ def plan(cfg: ServingConfig, *, context: int = 1024, output_tokens: int = 256,
                         price_source=price_source, perf_params=engine.params)  # fmt: skip
     if not mem.fits:
         report.suggestions = suggestions(cfg, mem)
+        report.verdict = no_fit_sentence(mem, report.suggestions)
         return report
     r = engine.resolved
     context = min(context, r.max_model_len - output_tokens) if r.max_model_len > output_tokens else context

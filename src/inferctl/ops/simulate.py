@@ -18,6 +18,7 @@ from inferctl.bench.store import RunDir, RunMeta, new_run_id, runs_dir
 from inferctl.errors import ConfigError
 from inferctl.ops.bench import SweepSummary
 from inferctl.plan.cells import GridCost, SimEngine, grid_cost, simulate_cell
+from inferctl.plan.fit import require_fit
 from inferctl.plan.perf import PerfParams
 from inferctl.profiles.serving import ServingConfig
 
@@ -76,6 +77,7 @@ def simulate(
     cfg, price_source = with_catalog_price(cfg, profile)  # recorded with the run for `inferctl cost`
     engine = SimEngine(cfg, params)
     mem = engine.memory  # resolves and validates before anything is written
+    require_fit(cfg, mem)  # a configuration that cannot load is refused, never simulated as zeros
     r = engine.resolved
     run_id = new_run_id(f"sim-{Path(r.model.name).name}-{r.accelerator.name}")
     store = RunDir.create(runs_dir(str(root) if root else None), run_id)

@@ -181,17 +181,17 @@ class Profile(_Strict):
         """
         if self.platform == "cloudrun":
             return None
-        port = self.port
+        port, zone = self.port, self.zone or "ZONE"  # a profile still being written may have no zone yet
         if self.external_ip:
             ranges = ", ".join(self.allowed_source_ranges) or "nobody outside the VPC (no allowed_source_ranges)"
             return (f"network_access = external: an external IP, reachable on port {port} from {ranges}; every "
                     "route but /health needs the API key.")
         if self.platform == "tpu":
-            tunnel = (f"gcloud compute tpus tpu-vm ssh {self.resource_id}-node --zone {self.location} "
+            tunnel = (f"gcloud compute tpus tpu-vm ssh {self.resource_id}-node --zone {zone} "
                       f"--tunnel-through-iap -- -N -L {port}:localhost:{port}")
         else:
             tunnel = (f"gcloud compute start-iap-tunnel {self.resource_id} {port} "
-                      f"--local-host-port=localhost:{port} --zone {self.location}")
+                      f"--local-host-port=localhost:{port} --zone {zone}")
         return (f"network_access = tunnel: no external IP; reach the server through IAP with `{tunnel}` (a "
                 f"firewall rule must let {IAP_RANGE} reach port {'22' if self.platform == 'tpu' else port}), then "
                 f"use http://localhost:{port} with the API key; every route but /health needs it.")

@@ -21,6 +21,7 @@ class Line:
     y: list[float | None]
     color: int = 0  # index into the palette (a context, or a run)
     dash: bool = False
+    markers: bool = False  # points only (a scatter), no connecting line
 
 
 @dataclass
@@ -194,3 +195,31 @@ def compare_figures(cmp: Comparison) -> list[Figure]:
                               percent=True))
         figs.append(Figure(f"delta-{ri}", f"{run.label} vs {cmp.baseline}", xl, heats=heats))
     return figs
+
+
+def fleet_figure(result) -> Figure:
+    """The fleet search's cost-vs-capacity chart: every priced deployment of a replica (points, one series per
+    platform and tier) and the frontier (the cheapest replica-month for at least that capacity)."""
+    from inferctl.catalog.prices import HOURS_PER_MONTH
+
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for row in result.rows:
+        per_replica = row.usd_per_machine_hour / row.replicas_per_machine * HOURS_PER_MONTH
+        groups.setdefault(f"{row.platform} {row.tier}", []).append((row.capacity_rps, round(per_replica, 2)))
+    lines = []
+    for i, (name, pts) in enumerate(sorted(groups.items())):
+        pts.sort()
+        lines.append(Line(name=name, x=[p[0] for p in pts], y=[p[1] for p in pts], color=i, markers=True))
+    every = sorted({p for pts in groups.values() for p in pts}, key=lambda p: (-p[0], p[1]))
+    frontier: list[tuple[float, float]] = []
+    for x, y in every:  # from the highest capacity down: keep a point when it is cheaper than all above it
+        if not frontier or y < frontier[-1][1]:
+            frontier.append((x, y))
+    frontier.reverse()
+    if frontier:
+        lines.append(Line(name="frontier", x=[p[0] for p in frontier], y=[p[1] for p in frontier], color=len(lines),
+                          dash=True))
+    panel = Panel(title="Cost vs capacity per replica", ylabel="USD per replica-month", lines=lines, logx=True,
+                  logy=True)
+    return Figure(name="fleet", title="Deployments: capacity in SLO vs monthly cost", xlabel="capacity (req/s "
+                  "per replica, every SLO met)", panels=[panel])

@@ -75,7 +75,8 @@ def _add_panel(fig, p: Panel, r: int, c: int, xlabel: str, first: bool) -> None:
             continue
         xs, ys = zip(*pts, strict=True)
         fig.add_trace(go.Scatter(
-            x=list(xs), y=list(ys), mode="lines+markers", name=ln.name, legendgroup=ln.name, showlegend=first,
+            x=list(xs), y=list(ys), mode="markers" if ln.markers else "lines+markers", name=ln.name,
+            legendgroup=ln.name, showlegend=first,
             line={"color": PALETTE[ln.color % len(PALETTE)], "dash": "dash" if ln.dash else "solid"},
             hovertemplate=f"{_esc(ln.name)}<br>{xlabel.split(' (')[0]} %{{x:,~r}}<br>{_esc(p.title)} %{{y:,.4~r}} "
                           f"{_esc(p.ylabel)}<extra></extra>"), row=r, col=c)
@@ -178,3 +179,29 @@ def compare_html(cmp: Comparison, figs: list[Figure]) -> str:
         b += [f"<h3>{_esc(m.label)} ({_esc(m.unit or 'fraction')}; "
               f"{'higher' if m.higher_is_better else 'lower'} is better)</h3>", _table(h, body)]
     return _doc("inferctl compare", "\n".join(b))
+
+
+def fleet_html(result, figs: list[Figure]) -> str:
+    """The fleet search's report: the workload, the ranked deployments, the frontier chart, every candidate."""
+    c = result.counts
+    b = ["<h1>Fleet plan</h1>", f"<p>{_esc(result.workload)}</p>",
+         f"<p class=\"muted\">{c.get('candidates', 0)} candidates: {c.get('simulated', 0)} simulated "
+         f"({c.get('simulations', 0)} simulations), {c.get('pruned', 0)} pruned, {c.get('not_fitting', 0)} not "
+         f"fitting, {c.get('infeasible', 0)} meeting no SLO at any load; {result.elapsed_s:g} s.</p>"]
+    if result.binding:
+        b.append(f'<p class="problem">{_esc(result.binding)}</p>')
+    b.append("<h2>Deployments, cheapest first</h2>")
+    b.append(_table(["deployment", "machine", "tier", "req/s per replica", "replicas", "machines", "headroom",
+                     "USD/month (shaped)", "USD/month (always on)", "limited by"],
+                    [[r.label, r.price_key, r.tier, num(r.capacity_rps), str(r.replicas), str(r.machines),
+                      f"{r.headroom:.0%}", f"{r.monthly:,.0f}", f"{r.monthly_always_on:,.0f}", r.limiting or "—"]
+                     for r in result.rows[:50]]))
+    b.append("<h2>Cost vs capacity</h2>")
+    b.append(_charts([f for f in figs if not f.empty]))
+    b.append("<h2>Every candidate</h2>")
+    b.append(_table(["candidate", "status", "req/s per replica", "bound", "limited by", "why"],
+                    [[x.candidate.label, x.status, num(x.capacity_rps) if x.capacity_rps else "—",
+                      num(x.bound_rps) if x.bound_rps else "—", x.limiting or "—", x.reason or ""]
+                     for x in result.candidates]))
+    b += [f'<p class="muted">note: {_esc(n)}</p>' for n in result.notes]
+    return _doc("inferctl fleet plan", "\n".join(b))

@@ -16,6 +16,7 @@ import time
 import uuid
 
 from inferctl.plan.cells import SimEngine
+from inferctl.plan.fit import require_fit
 from inferctl.plan.perf import PerfParams
 from inferctl.profiles.serving import ServingConfig
 from inferctl.sim.engine import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, LiveEngine, bucket_counts
@@ -48,6 +49,7 @@ def build_app(cfg: ServingConfig, params: PerfParams | None = None, *, speed: fl
 
     sim = SimEngine(cfg, params)
     r = sim.resolved
+    require_fit(cfg, sim.memory)  # the same refusal as `plan` and `simulate`
     _ = sim.memory, sim.step  # plan up front: the first request should not pay for it
     name = served_model_name or r.model.name.rstrip("/").rsplit("/", 1)[-1]
     live = LiveEngine(sim, speed=speed)

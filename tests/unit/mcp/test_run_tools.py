@@ -163,3 +163,32 @@ async def test_a_background_benchmark_at_a_url_with_credentials_stores_none(isol
     assert any(p.name == "meta.json" for p in written)
     for path in (p for p in written if p.is_file()):
         assert password.encode() not in path.read_bytes(), path.name
+
+
+async def test_plan_serving_with_a_workload_ranks_deployments():
+    workload = {"rate": 0.05, "prompt_tokens": {"fixed": 512}, "output_tokens": {"fixed": 64},
+                "slo": ["ttft_p95_ms=5000"], "models": ["gemma-4-12b:w4a16"],
+                "search": {"accelerators": ["l4"], "platforms": ["cloudrun"], "kv_dtypes": ["fp8"],
+                           "speculative": ["off"], "max_devices": 1}}
+    async with client() as c:
+        r = await c.call_tool("plan_serving", {"workload": workload})
+        assert not r.is_error, text(r)
+        fleet = r.structured_content["fleet"]
+        assert fleet["rows"][0]["machine"] == "cloudrun-l4" and fleet["rows"][0]["replicas"] == 1
+        assert fleet["counts"]["simulated"] == 1 and "USD/month" in r.content[0].text
+        none = await c.call_tool("plan_serving", {"workload": {**workload, "prompt_tokens": {"fixed": 8000},
+                                                               "slo": ["ttft_p95_ms=20"]}})
+        assert not none.is_error and none.structured_content["fits"] is False
+        assert "TTFT" in none.structured_content["fleet"]["binding"]
+
+
+async def test_simulate_sweep_refuses_a_config_that_does_not_fit():
+    async with client() as c:
+        plan = await c.call_tool("plan_serving", {"model": "gemma-4-12b", "accelerator": "l4"})
+        verdict = plan.structured_content["verdict"]
+        r = await c.call_tool("simulate_sweep", {**SMALL, "quant": "bf16", "accelerator": "l4"})
+        # the same sentence as plan's (its flag hints in the tool's argument names)
+        assert r.is_error and verdict.split(":")[0] in text(r) and "does not fit" in verdict
+        assert "(count 4)" in text(r) and "--" not in text(r)
+        runs = await c.call_tool("list_runs", {})
+        assert runs.structured_content["runs"] == []  # nothing simulated, nothing stored
