@@ -21,6 +21,21 @@ def _n(v: float | None, fmt: str = ",.1f") -> str:
     return "—" if v is None else f"{v:{fmt}}"
 
 
+def provenance(p: Any) -> None:
+    """Which speed parameters and config reader a prediction used, and their measured error band."""
+    if p is None:
+        return
+    c = console()
+    t = _kv()
+    fitted = f" ({p.measurements} measurements)" if p.measurements else ""
+    t.add_row("speed parameters", f"{p.speed_params}{fitted}: {p.speed_params_detail}")
+    style = "yellow" if p.error_band_method == "not measured" else ""
+    t.add_row("measured error", Text(p.error_band_detail if p.error_band else f"not measured: {p.error_band_detail}",
+                                     style=style))  # fmt: skip
+    t.add_row("model config", f"{p.config_reader}: {p.config_reader_detail}")
+    c.print(t)
+
+
 def plan(report: Any) -> None:
     c = console()
     m = report.memory
@@ -61,6 +76,7 @@ def plan(report: Any) -> None:
         c.print(p)
         if report.price_per_device_hour is not None:
             c.print(f"[dim]price: {report.price_per_device_hour:g} USD per device-hour ({report.price_source})[/]")
+    provenance(report.provenance)
     for note in report.notes:
         c.print(f"[dim]note: {note}[/]")
 
@@ -80,6 +96,7 @@ def simulated(summary: Any) -> None:
     c.print(t)
     if len(summary.cells) > 40:
         c.print(f"[dim]... {len(summary.cells) - 40} more cells in {summary.path}/cells.csv[/]")
+    provenance(getattr(summary, "provenance", None))
     c.print(f"[dim]open it like a measured run: inferctl runs show {summary.run_id}[/]")
 
 

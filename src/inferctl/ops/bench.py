@@ -19,6 +19,7 @@ from inferctl.bench.store import CellResult, RunDir, RunMeta, list_runs, new_run
 from inferctl.bench.sweep import NullReporter, Reporter, Sweep, engine_facts, run_failure
 from inferctl.config import Target, resolve_target
 from inferctl.errors import ConfigError
+from inferctl.plan.provenance import Provenance
 from inferctl.server.client import VLLMClient
 
 
@@ -38,6 +39,8 @@ class SweepSummary(BaseModel):
     cells_aborted: int = 0
     client_bound_cells: list[str] = Field(default_factory=list)
     cells: list[CellResult] = Field(default_factory=list)
+    provenance: Provenance | None = Field(default=None, description="Simulated runs: the speed parameters and "
+                                          "config reader used, and the speed model's measured error band.")
 
 
 class RunInfo(BaseModel):

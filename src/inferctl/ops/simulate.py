@@ -18,6 +18,7 @@ from inferctl.ops.bench import SweepSummary
 from inferctl.plan.cells import SimEngine, simulate_cell
 from inferctl.plan.config import ServingConfig
 from inferctl.plan.perf import PerfParams
+from inferctl.plan.provenance import SpeedSource, provenance
 
 
 def simulate(
@@ -25,6 +26,7 @@ def simulate(
     spec: SweepSpec,
     *,
     params: PerfParams | None = None,
+    params_source: SpeedSource | None = None,
     root: str | Path | None = None,
     write_requests: bool = False,
     command: list[str] | None = None,
@@ -35,6 +37,7 @@ def simulate(
     ``write_requests`` also writes requests.jsonl (one line per simulated request, without chunk times);
     off by default because a seed grid holds ~230,000 requests and reports read cells.json. Without a price
     in ``cfg`` the price catalog's (``profile``'s or the accelerator's) is recorded in the serving config.
+    ``params_source`` says where ``params`` came from; the run's meta.json and the summary carry the provenance.
     """
     from inferctl.ops.plan import with_catalog_price
 
@@ -43,6 +46,7 @@ def simulate(
     engine = SimEngine(cfg, params)
     mem = engine.memory  # resolves and validates before anything is written
     r = engine.resolved
+    prov = provenance(r, params_given=params is not None, source=params_source)
     run_id = new_run_id(f"sim-{Path(r.model.name).name}-{r.accelerator.name}")
     store = RunDir.create(runs_dir(str(root) if root else None), run_id)
     meta = RunMeta(
@@ -57,6 +61,7 @@ def simulate(
             "serving_config": cfg.model_dump(mode="json"),
             "price_source": price_source,
             "perf_params": engine.params.model_dump(mode="json"),
+            "provenance": prov.model_dump(mode="json"),
             "memory": mem.model_dump(mode="json", exclude={"kv": {"groups"}}),
             "max_num_seqs": r.max_num_seqs,
             "max_num_batched_tokens": r.max_num_batched_tokens,
@@ -89,7 +94,7 @@ def simulate(
         store.write_meta(meta)
         store.close()
     summary = SweepSummary(run_id=store.path.name, path=str(store.path), status=meta.status, model=meta.model,
-                           cells_total=len(cells), cells=cells)  # fmt: skip
+                           cells_total=len(cells), cells=cells, provenance=prov)  # fmt: skip
     for c in cells:
         if c.status == "complete":
             summary.cells_complete += 1
