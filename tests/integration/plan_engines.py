@@ -8,6 +8,7 @@ shapes with the tiny-model builder's own recipe, so vLLM walks the same Gemma 4 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -28,6 +29,9 @@ class EngineCase:
     kv_space_gib: int = 1
     kv_cache_dtype: str | None = None
     max_num_seqs: int | None = None
+    # config.json written by transformers itself (save_pretrained) instead of the tiny builder: Gemma 4's
+    # global_head_dim / num_global_key_value_heads then live only in "per_layer_config" (issue 11.1).
+    saved_by_transformers: bool = False
 
     def args(self) -> list[str]:
         out = ["--max-model-len", str(self.max_model_len), "--enforce-eager"]
@@ -66,6 +70,16 @@ TEST_CASES = [
         },
         max_model_len=4096, max_num_batched_tokens=768, kv_space_gib=1,
     ),
+    # Issue 11.1: checkpoints whose config.json transformers wrote. The first is the bug report's shape:
+    # head_dim = global_head_dim = 64 saves as "per_layer_config": {} and no global_head_dim key (a reader
+    # applying Gemma 4's 512 default sized the full layer 8x too wide). The second is the stock tiny model
+    # re-saved: its full layer's head_dim 64 and single K=V head appear only as a per_layer_config override.
+    EngineCase(
+        "hf-saved-equal-head-dims",
+        overrides={"head_dim": 64, "global_head_dim": 64, "num_global_key_value_heads": 2},
+        max_model_len=8192, max_num_batched_tokens=512, saved_by_transformers=True,
+    ),
+    EngineCase("hf-saved-per-layer", max_model_len=8192, max_num_batched_tokens=512, saved_by_transformers=True),
 ]
 
 
@@ -76,21 +90,41 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def build_variant(dest: Path, overrides: dict[str, Any]) -> Path:
-    """The tiny checkpoint with ``overrides`` applied to config.json and weights for the new shapes."""
+def build_variant(dest: Path, overrides: dict[str, Any], saved_by_transformers: bool = False) -> Path:
+    """The tiny checkpoint with ``overrides`` applied to config.json and weights for the new shapes.
+
+    ``saved_by_transformers``: then config.json is rewritten by transformers' own config class from the same
+    fields (``AutoConfig.for_model(...).save_pretrained``), as a checkpoint saved with transformers 5.x is.
+    """
     from inferctl.local import tinymodel
 
     if dest.exists():
         shutil.rmtree(dest)
     tinymodel.build_tiny_model(dest, **overrides)
+    if saved_by_transformers:
+        resave_config_with_transformers(dest)
     return dest
+
+
+def resave_config_with_transformers(model_dir: Path) -> dict[str, Any]:
+    """Replace ``model_dir``'s config.json with the one transformers writes for the same fields; returns it."""
+    from transformers import AutoConfig
+
+    fields = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    model_type = fields.pop("model_type")
+    (model_dir / "config.json").unlink()
+    AutoConfig.for_model(model_type, **fields).save_pretrained(model_dir)
+    saved = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    if "global_head_dim" in saved or "per_layer_config" not in saved:
+        raise AssertionError("transformers no longer saves Gemma 4 head dims as per_layer_config; revisit issue 11")
+    return saved
 
 
 def start_case(case: EngineCase, workdir: Path, port: int):
     """Build the case's model, start vLLM on ``port`` and wait until it serves; returns EngineState."""
     from inferctl.local import engine
 
-    model_dir = build_variant(workdir / f"model-{case.name}", case.overrides)
+    model_dir = build_variant(workdir / f"model-{case.name}", case.overrides, case.saved_by_transformers)
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(case.kv_space_gib)}
     state = engine.spawn(model_dir, served_model_name=case.name, port=port, extra_args=case.args(), env=env)
     try:

@@ -15,6 +15,34 @@ from inferctl.errors import ConfigError
 GIB = 1024**3
 
 
+class ErrorBand(BaseModel):
+    """How far the speed model's predictions were from measurements, per metric (absolute percent).
+
+    Metrics use the calibration's names: ``request_throughput``, ``output_throughput``, ``ttft_p50``,
+    ``tpot_p50``. Only ever filled from a measurement; a metric nobody measured is absent.
+    """
+
+    method: str = Field(description="leave-one-source-out, leave-one-entry-out (held out: error on measurements the "
+                        "fit did not see) or in-sample (fitted and scored on the same measurements).")
+    measurements: int = Field(description="Measurements (corpus entries or sweep cells) scored.")
+    sources: list[str] = Field(default_factory=list, description="Corpus sources the measurements come from.")
+    median_abs_pct: dict[str, float] = Field(description="Median absolute percent error per metric.")
+    max_abs_pct: dict[str, float] = Field(default_factory=dict, description="Worst measurement per metric.")
+    date: str = Field(default="", description="When it was measured (ISO date).")
+    command: str = Field(default="", description="The command that reproduces it.")
+
+
+class AcceleratorCalibration(BaseModel):
+    """Speed parameters fitted on the public measurement corpus (``inferctl calibrate``), replacing the priors."""
+
+    params: dict[str, float] = Field(description="PerfParams fields (bw_efficiency, compute_efficiency, "
+                                     "step_overhead_ms, ...); a field left out keeps its prior.")
+    entries: list[str] = Field(description="Ids of the corpus entries the fit used.")
+    error: ErrorBand | None = Field(default=None, description="Held-out error of these parameters.")
+    source: str = Field(default="", description="How the fit was made (command, corpus revision).")
+    date: str = Field(default="", description="When it was fitted (ISO date).")
+
+
 class Accelerator(BaseModel):
     """One device type. Bandwidths in bytes/s and peaks in FLOP/s are derived from the catalog's units."""
 
@@ -37,6 +65,12 @@ class Accelerator(BaseModel):
     )
     source: str = Field(description="Where the figures come from.")
     date: str = Field(description="When they were recorded (ISO date).")
+    calibration: AcceleratorCalibration | None = Field(
+        default=None, description="Speed parameters fitted on measurements; None: the priors above are used."
+    )
+    prior_error: ErrorBand | None = Field(
+        default=None, description="The priors' measured error on this accelerator (None: never measured)."
+    )
 
     @property
     def memory_bytes(self) -> float:

@@ -86,6 +86,11 @@ class ModelSpec(BaseModel):
         default=None, description="Weight bytes read from the checkpoint's safetensors headers, if any."
     )
     estimated: bool = Field(default=False, description="Shapes are estimates, not a published config.")
+    config_reader: Literal["catalog", "transformers", "json"] = Field(
+        default="catalog", description="How the shapes were read: the hand-written catalog, transformers' own "
+        "config class (what vLLM reads), or config.json by inferctl's own rules (transformers not usable)."
+    )
+    config_reader_detail: str = Field(default="", description="The reader in words (version, or why the fallback).")
     source: str = Field(default="", description="Where the numbers come from.")
     date: str = Field(default="", description="When they were recorded.")
 
@@ -183,6 +188,29 @@ def _layer_types(cfg: dict[str, Any], n: int) -> list[str]:
     return types
 
 
+def _per_layer_shapes(cfg: dict[str, Any], types: list[str], hidden: int, heads: int) -> list[dict[str, int]]:
+    """Head size and KV heads per layer by the hand-written rules (catalog entries; the fallback without
+    transformers). Gemma 4 follows ``Gemma4TextConfig.__post_init__``: a config.json that carries
+    ``per_layer_config`` (what transformers 5.x writes) means exactly those overrides of ``head_dim`` /
+    ``num_key_value_heads``, keyed by layer index; without it full layers take ``global_head_dim``
+    (default 512) and, when ``attention_k_eq_v``, ``num_global_key_value_heads``.
+    """
+    kv = int(cfg.get("num_key_value_heads") or heads)
+    head_dim = int(cfg.get("head_dim") or hidden // heads)
+    base = {"head_dim": head_dim, "num_key_value_heads": kv}
+    gemma4 = str(cfg.get("model_type", "")).startswith("gemma4")
+    overrides = cfg.get("per_layer_config")
+    if isinstance(overrides, dict):
+        return [{**base, **{k: v for k, v in (overrides.get(str(i)) or overrides.get(i) or {}).items() if k in base}}
+                for i in range(len(types))]  # fmt: skip
+    if not gemma4:
+        return [dict(base) for _ in types]
+    k_eq_v = bool(cfg.get("attention_k_eq_v", False))
+    full = {"head_dim": int(cfg.get("global_head_dim") or 512),
+            "num_key_value_heads": int(cfg.get("num_global_key_value_heads") or kv) if k_eq_v else kv}  # fmt: skip
+    return [dict(full) if t == "full_attention" else dict(base) for t in types]
+
+
 def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """The language model's config of a multimodal config.json (``text_config``), else the config."""
     text = cfg.get("text_config")
@@ -201,18 +229,15 @@ def spec_from_config(config: dict[str, Any], name: str, **meta: Any) -> ModelSpe
             f"{name}: config.json lacks hidden_size / num_hidden_layers / num_attention_heads; "
             f"is it a decoder language model?"
         ) from None
-    kv = int(cfg.get("num_key_value_heads") or heads)
-    head_dim = int(cfg.get("head_dim") or hidden // heads)
-    gemma4 = str(cfg.get("model_type", "")).startswith("gemma4")
     k_eq_v = bool(cfg.get("attention_k_eq_v", False))
-    global_head_dim = int(cfg.get("global_head_dim") or (512 if gemma4 else head_dim))
-    global_kv = int(cfg.get("num_global_key_value_heads") or kv)
     window = cfg.get("sliding_window")
     shared = int(cfg.get("num_kv_shared_layers") or 0)
     inter = int(cfg.get("intermediate_size") or 4 * hidden)
     kv_shared_target = bool(cfg.get("kv_shared", False))
+    types = _layer_types(cfg, n)
+    shapes = cfg.get("_per_layer") or _per_layer_shapes(cfg, types, hidden, heads)
     layers = []
-    for i, kind in enumerate(_layer_types(cfg, n)):
+    for i, kind in enumerate(types):
         full = kind != "sliding_attention" or not window
         is_shared = kv_shared_target or i >= n - shared
         # Gemma 3n/4 double the MLP width of KV-shared layers when use_double_wide_mlp is set.
@@ -221,8 +246,8 @@ def spec_from_config(config: dict[str, Any], name: str, **meta: Any) -> ModelSpe
             index=i,
             attention="full" if full else "sliding",
             sliding_window=None if full else int(window),
-            num_kv_heads=(global_kv if k_eq_v else kv) if full and gemma4 else kv,
-            head_dim=global_head_dim if full and gemma4 else head_dim,
+            num_kv_heads=int(shapes[i]["num_key_value_heads"]),
+            head_dim=int(shapes[i]["head_dim"]),
             kv_shared=is_shared,
             intermediate_size=width,
         ))  # fmt: skip
@@ -246,6 +271,30 @@ def spec_from_config(config: dict[str, Any], name: str, **meta: Any) -> ModelSpe
         **meta,
     )
     return spec
+
+
+def read_checkpoint_config(config_file: Path) -> tuple[dict[str, Any], str, str]:
+    """A config.json as the planner reads it: ``(config, reader, detail)``.
+
+    With transformers importable, the config object transformers builds (:mod:`inferctl.catalog.hf_config`,
+    what vLLM reads); without it, or when transformers cannot build this config, the raw JSON by the
+    hand-written rules of :func:`spec_from_config`, and ``detail`` says why.
+    """
+    from inferctl.catalog import hf_config
+
+    try:
+        raw = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"Cannot read {config_file}: {exc}.") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{config_file} does not hold a JSON object.")
+    version = hf_config.transformers_version()
+    if version is None:
+        return raw, "json", "transformers is not importable: config.json read by inferctl's own rules"
+    try:
+        return hf_config.read_config(config_file), "transformers", f"transformers {version} AutoConfig"
+    except hf_config.Unreadable as exc:
+        return raw, "json", f"transformers {version} cannot build this config ({exc}): read by inferctl's own rules"
 
 
 def _safetensors_bytes(directory: Path) -> float | None:
@@ -279,7 +328,8 @@ def catalog_models() -> dict[str, ModelSpec]:
 
 def _from_entry(name: str, entry: dict[str, Any]) -> ModelSpec:
     meta = {k: v for k, v in entry.items() if k not in ("config", "aliases")}
-    return spec_from_config(entry["config"], name, **meta)
+    return spec_from_config(entry["config"], name, config_reader="catalog",
+                            config_reader_detail="inferctl model catalog (catalog/data/models.toml)", **meta)
 
 
 def load_model(name_or_path: str) -> ModelSpec:
@@ -296,11 +346,9 @@ def load_model(name_or_path: str) -> ModelSpec:
     path = Path(name_or_path).expanduser()
     config_file = path / "config.json" if path.is_dir() else path
     if config_file.is_file():
-        try:
-            config = json.loads(config_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"Cannot read {config_file}: {exc}.") from None
-        spec = spec_from_config(config, str(path), source=f"config.json at {config_file}", formats=["bf16"])
+        config, reader, detail = read_checkpoint_config(config_file)
+        spec = spec_from_config(config, str(path), source=f"config.json at {config_file}", formats=["bf16"],
+                                config_reader=reader, config_reader_detail=detail)  # fmt: skip
         spec.measured_weight_bytes = _safetensors_bytes(config_file.parent)
         return spec
     targets = [n for n, e in raw.items() if not e.get("drafter_for")]

@@ -51,11 +51,12 @@ def _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_l
 
 
 def _params(path: Path | None):
+    """(PerfParams, SpeedSource) from a calibration file, or (None, None): the accelerator catalog's."""
     if path is None:
-        return None
-    from inferctl.plan.calibrate import load_params
+        return None, None
+    from inferctl.plan.calibrate import load_calibration
 
-    return run(lambda: load_params(path))
+    return run(lambda: load_calibration(path))
 
 
 def plan(
@@ -112,8 +113,9 @@ def plan(
     cfg = _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util,
                   max_num_seqs, max_num_batched_tokens, block_size, kv_cache_gib, speculative, price_per_hour,
                   text_only)
-    params = _params(calibration)
-    report = run(lambda: plan_op(cfg, context=context, output_tokens=output_tokens, params=params, profile=profile))
+    params, source = _params(calibration)
+    report = run(lambda: plan_op(cfg, context=context, output_tokens=output_tokens, params=params,
+                                 params_source=source, profile=profile))  # fmt: skip
     emit(report, as_json, plan_render.plan)
     if not report.fits:
         raise typer.Exit(1)
@@ -165,8 +167,9 @@ def simulate(
     spec = run(lambda: spec_from_flags(preset=preset, concurrency=concurrency, context=context, rate=rate,
                                        output_tokens=output_tokens, requests=requests, warmup=warmup, seed=seed,
                                        slo=slo, workers=1))  # fmt: skip
-    params = _params(calibration)
-    summary = run(lambda: simulate_op(cfg, spec, params=params, root=runs_dir, write_requests=requests_log,
+    params, source = _params(calibration)
+    summary = run(lambda: simulate_op(cfg, spec, params=params, params_source=source, root=runs_dir,
+                                      write_requests=requests_log,
                                       command=argv(), profile=profile))  # fmt: skip
     if quiet and not as_json:
         typer.echo(summary.path)
@@ -238,7 +241,7 @@ def sim_serve(
 
     cfg = _config(model, profile, accelerator, count, tp, quant, kv_dtype, max_model_len, gpu_mem_util,
                   max_num_seqs, max_num_batched_tokens, None, kv_cache_gib, speculative, None, False)
-    params = _params(calibration)
+    params, _ = _params(calibration)
     from inferctl.ops.plan import check_fits
 
     run(lambda: check_fits(cfg))

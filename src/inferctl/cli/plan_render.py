@@ -22,6 +22,21 @@ def _n(v: float | None, fmt: str = ",.1f") -> str:
     return "—" if v is None else f"{v:{fmt}}"
 
 
+def provenance(p: Any) -> None:
+    """Which speed parameters and config reader a prediction used, and their measured error band."""
+    if p is None:
+        return
+    c = console()
+    t = _kv()
+    fitted = f" ({p.measurements} measurements)" if p.measurements else ""
+    t.add_row("speed parameters", f"{p.speed_params}{fitted}: {p.speed_params_detail}")
+    style = "yellow" if p.error_band_method == "not measured" else ""
+    t.add_row("measured error", Text(p.error_band_detail if p.error_band else f"not measured: {p.error_band_detail}",
+                                     style=style))  # fmt: skip
+    t.add_row("model config", f"{p.config_reader}: {p.config_reader_detail}")
+    c.print(t)
+
+
 def plan(report: Any) -> None:
     c = console()
     m = report.memory
@@ -63,6 +78,7 @@ def plan(report: Any) -> None:
         if report.price_per_device_hour is not None:
             c.print(styled("[dim]price: {} USD per device-hour ({})[/]", f"{report.price_per_device_hour:g}",
                            report.price_source))
+    provenance(report.provenance)
     for note in report.notes:
         c.print(styled("[dim]note: {}[/]", note))
 
@@ -82,6 +98,7 @@ def simulated(summary: Any) -> None:
     c.print(keep_whole(t, ["cell"]))
     if len(summary.cells) > 40:
         c.print(styled("[dim]... {} more cells in {}/cells.csv[/]", len(summary.cells) - 40, summary.path))
+    provenance(getattr(summary, "provenance", None))
     c.print(styled("[dim]open it like a measured run: inferctl runs show {}[/]", summary.run_id))
 
 

@@ -18,6 +18,7 @@ from inferctl.mcp.tools_observe import ModelArg, TargetArg
 from inferctl.ops.bench import RunInfo
 from inferctl.ops.plan import PlanReport
 from inferctl.plan.memory import MemoryPlan
+from inferctl.plan.provenance import Provenance
 from inferctl.plan.workload import Workload
 
 RUN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$"  # an id, never a path
@@ -67,7 +68,19 @@ class BenchmarkStatus(BaseModel):
                                    "max_cells, of the asked context when one was given).")
     cells_omitted: int = Field(default=0, description="Finished cells left out to keep the answer small.")
     report_uri: str | None = Field(default=None, description="Resource with the full markdown report.")
+    provenance: Provenance | None = Field(default=None, description="Simulated runs: which speed parameters "
+                                          "and config reader the prediction used, and its measured error band.")
     next_step: str | None = None
+
+
+def provenance_lines(p: Provenance | None) -> list[str]:
+    """The provenance of a prediction in two lines for an agent."""
+    if p is None:
+        return []
+    fitted = f" ({p.measurements} measurements)" if p.measurements else ""
+    band = p.error_band_detail if p.error_band else f"not measured ({p.error_band_detail})"
+    return [f"speed parameters: {p.speed_params}{fitted}; measured error: {band}",
+            f"model config read by: {p.config_reader} ({p.config_reader_detail})"]
 
 
 def brief(c) -> CellBrief:
@@ -112,6 +125,11 @@ def _status_of(ref: str) -> BenchmarkStatus:
                 except ValueError:
                     out.cells_total = None
             out.report_uri = f"inferctl://runs/{meta.run_id}/report"
+            if meta.source == "simulated" and isinstance((meta.engine or {}).get("provenance"), dict):
+                try:
+                    out.provenance = Provenance.model_validate(meta.engine["provenance"])
+                except ValueError:  # a run written before provenance existed, or edited by hand
+                    out.provenance = None
     if out.status in ("starting", "running"):
         out.next_step = "Call get_benchmark_status again (wait_seconds up to 25) until complete."
     elif out.status == "interrupted" and out.run_id:
@@ -133,7 +151,7 @@ def trim(status: BenchmarkStatus, context: int | None, max_cells: int) -> Benchm
 def _summary(s: BenchmarkStatus) -> str:
     head = (f"**{s.run_id or s.job_id}** {s.status}: {s.cells_done}/{s.cells_total or '?'} cells"
             + (f", now {s.current_cell}" if s.current_cell else "") + (f" ({s.model})" if s.model else ""))
-    lines = [head]
+    lines = [head, *provenance_lines(s.provenance)]
     if s.error:
         lines.append(f"error: {s.error}")
     if s.cells:
@@ -396,6 +414,7 @@ async def plan_serving(
               f"{fmt(p.cost_per_million_output_tokens, '', 3)}" for p in r.performance]
     lines += [f"why not: {r.verdict}"] if r.verdict else []
     lines += [f"- fix: {s.change} ({s.flags})" for s in r.suggestions]
+    lines += provenance_lines(r.provenance)
     lines += [f"note: {n}" for n in r.notes]
     return result(r, "\n".join(lines))
 

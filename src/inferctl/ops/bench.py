@@ -29,6 +29,7 @@ from inferctl.bench.sweep import NullReporter, Reporter, Sweep, engine_facts, ru
 from inferctl.config import Target
 from inferctl.errors import ConfigError
 from inferctl.ops.targets import resolve_target
+from inferctl.plan.provenance import Provenance
 from inferctl.redact import MASK, redact_argv
 from inferctl.server.client import VLLMClient
 
@@ -49,6 +50,8 @@ class SweepSummary(BaseModel):
     cells_aborted: int = 0
     client_bound_cells: list[str] = Field(default_factory=list)
     cells: list[CellResult] = Field(default_factory=list)
+    provenance: Provenance | None = Field(default=None, description="Simulated runs: the speed parameters and "
+                                          "config reader used, and the speed model's measured error band.")
 
 
 class RunInfo(BaseModel):

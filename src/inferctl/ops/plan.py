@@ -15,6 +15,7 @@ from inferctl.plan.cells import SimEngine, simulate_cell
 from inferctl.plan.fit import Suggestion, no_fit_sentence, suggestions
 from inferctl.plan.memory import MemoryPlan
 from inferctl.plan.perf import PerfParams
+from inferctl.plan.provenance import Provenance, SpeedSource, provenance
 from inferctl.profiles.serving import ServingConfig
 
 
@@ -49,6 +50,8 @@ class PlanReport(BaseModel):
     price_source: str | None = Field(default=None, description="Where the price came from: 'given' "
                                      "(--price-per-hour) or the price catalog entry and its source.")
     perf_params: PerfParams | None = Field(default=None, description="Efficiency factors and overheads used.")
+    provenance: Provenance | None = Field(default=None, description="Where the speed parameters and the model's "
+                                          "shapes came from, and the measured error band of the speed model.")
     notes: list[str] = Field(default_factory=list, description="Assumptions worth knowing.")
     verdict: str | None = Field(default=None, description="Why it does not fit and what would, in one sentence "
                                 "(the refusal `simulate` and `sim serve` give).")
@@ -132,17 +135,21 @@ def check_fits(cfg: ServingConfig) -> None:
     require_fit(cfg, plan_memory(cfg))
 
 
-def plan(cfg: ServingConfig, *, context: int = 1024, output_tokens: int = 256,
-         params: PerfParams | None = None, profile: str | None = None) -> PlanReport:  # fmt: skip
+def plan(cfg: ServingConfig, *, context: int = 1024, output_tokens: int = 256, params: PerfParams | None = None,
+         params_source: SpeedSource | None = None, profile: str | None = None) -> PlanReport:  # fmt: skip
     """Plan one serving configuration: memory, fit, suggestions, predicted speed and cost.
 
     Without a price in ``cfg`` the price catalog's is used (the ``profile``'s deployment, or the accelerator's).
+    ``params_source`` says where ``params`` came from (a calibration file); without ``params`` the accelerator
+    catalog's are used (fitted where it has a fit, else priors), and the report's ``provenance`` says which.
     """
     cfg, price_source = with_catalog_price(cfg, profile)
     engine = SimEngine(cfg, params)
     mem = engine.memory
     report = PlanReport(fits=mem.fits, memory=mem, price_per_device_hour=cfg.price_per_device_hour,
-                        price_source=price_source, perf_params=engine.params)  # fmt: skip
+                        price_source=price_source, perf_params=engine.params,
+                        provenance=provenance(engine.resolved, params_given=params is not None,
+                                              source=params_source))  # fmt: skip
     if not mem.fits:
         report.suggestions = suggestions(cfg, mem)
         report.verdict = no_fit_sentence(mem, report.suggestions)
@@ -154,7 +161,7 @@ def plan(cfg: ServingConfig, *, context: int = 1024, output_tokens: int = 256,
     report.performance = [_point(engine, 1, context, output_tokens, cfg.price_per_device_hour)]
     if users > 1:
         report.performance.append(_point(engine, users, context, output_tokens, cfg.price_per_device_hour))
-    if params is None:
+    if report.provenance and report.provenance.speed_params == "prior":
         report.notes.append("Speed uses the accelerator's prior efficiency factors (not calibrated); "
                             "run `inferctl calibrate` on a measured sweep to fit them.")  # fmt: skip
     if cfg.price_per_device_hour is None:

@@ -20,6 +20,7 @@ from inferctl.ops.bench import SweepSummary
 from inferctl.plan.cells import GridCost, SimEngine, grid_cost, simulate_cell
 from inferctl.plan.fit import require_fit
 from inferctl.plan.perf import PerfParams
+from inferctl.plan.provenance import SpeedSource, provenance
 from inferctl.profiles.serving import ServingConfig
 
 # A bound on one simulation, so no caller (an MCP client least of all) can ask for hours of CPU and gigabytes
@@ -53,6 +54,7 @@ def simulate(
     spec: SweepSpec,
     *,
     params: PerfParams | None = None,
+    params_source: SpeedSource | None = None,
     root: str | Path | None = None,
     write_requests: bool = False,
     command: list[str] | None = None,
@@ -69,6 +71,7 @@ def simulate(
     A grid over :func:`check_cost`'s bound is refused before anything runs (``names`` are the caller's
     words for the grid's knobs). ``check`` is called between cells and as each cell runs, and raises to
     stop: the run directory is then marked interrupted and the exception propagates.
+    ``params_source`` says where ``params`` came from; the run's meta.json and the summary carry the provenance.
     """
     check_cost(spec, names)
     from inferctl.ops.plan import with_catalog_price
@@ -79,6 +82,7 @@ def simulate(
     mem = engine.memory  # resolves and validates before anything is written
     require_fit(cfg, mem)  # a configuration that cannot load is refused, never simulated as zeros
     r = engine.resolved
+    prov = provenance(r, params_given=params is not None, source=params_source)
     run_id = new_run_id(f"sim-{Path(r.model.name).name}-{r.accelerator.name}")
     store = RunDir.create(runs_dir(str(root) if root else None), run_id)
     meta = RunMeta(
@@ -94,6 +98,7 @@ def simulate(
             "price_source": price_source,
             "profile": profile,
             "perf_params": engine.params.model_dump(mode="json"),
+            "provenance": prov.model_dump(mode="json"),
             "memory": mem.model_dump(mode="json", exclude={"kv": {"groups"}}),
             "max_num_seqs": r.max_num_seqs,
             "max_num_batched_tokens": r.max_num_batched_tokens,
@@ -128,7 +133,7 @@ def simulate(
         store.write_meta(meta)
         store.close()
     summary = SweepSummary(run_id=store.path.name, path=str(store.path), status=meta.status, model=meta.model,
-                           cells_total=len(cells), cells=cells)  # fmt: skip
+                           cells_total=len(cells), cells=cells, provenance=prov)  # fmt: skip
     for c in cells:
         if c.status == "complete":
             summary.cells_complete += 1

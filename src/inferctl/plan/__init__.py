@@ -7,6 +7,7 @@
     Scheduler, SimRequest            inferctl.plan.scheduler continuous batching with chunked prefill, preemption
     SimEngine, simulate_cell         inferctl.plan.cells     a sweep cell simulated into the bench's records/metrics
     fit, score, load_params          inferctl.plan.calibrate fit PerfParams to a measured run, per-cell error
+    provenance(resolved, ...)        inferctl.plan.provenance which speed parameters / config reader, error band
 
 Use cases live in inferctl.ops.plan / .simulate / .calibrate; the HTTP simulator in inferctl.sim.
 """

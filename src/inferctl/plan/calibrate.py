@@ -210,3 +210,34 @@ def load_params(path: Path | str) -> PerfParams:
         return PerfParams.model_validate(data.get("params", data))
     except ValueError as exc:
         raise ConfigError(f"{path} does not hold performance parameters: {exc}.") from None
+
+
+def load_calibration(path: Path | str):
+    """PerfParams and their :class:`~inferctl.plan.provenance.SpeedSource` from a calibration file.
+
+    A file `inferctl calibrate` wrote carries its own fit error (``errors``: in-sample, the cells it was fitted
+    on), the cells used and the accelerator; a bare parameters object carries none, and says so.
+    """
+    from inferctl.catalog.accelerators import ErrorBand
+    from inferctl.plan.provenance import SpeedSource
+
+    params = load_params(path)
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = data if isinstance(data, dict) else {}
+    errors = data.get("errors") if isinstance(data.get("errors"), dict) else {}
+    cells = data.get("cells_used") if isinstance(data.get("cells_used"), int) else None
+    band = None
+    try:
+        summary = {k: MetricError.model_validate(v) for k, v in errors.items()}
+    except ValueError:
+        summary = {}
+    if summary:
+        band = ErrorBand(method="in-sample", measurements=cells or max(e.cells for e in summary.values()),
+                         median_abs_pct={k: e.median_abs for k, e in summary.items()},
+                         max_abs_pct={k: e.max_abs for k, e in summary.items()})  # fmt: skip
+    runs = data.get("runs") or ([data["run_id"]] if isinstance(data.get("run_id"), str) else [])
+    fitted_on = f" fitted on {cells} cells of {', '.join(map(str, runs))}" if cells and runs else ""
+    return params, SpeedSource(kind="calibration-file", detail=f"calibration file {path}{fitted_on}",
+                               measurements=cells, path=str(path),
+                               accelerator=data.get("accelerator") if isinstance(data.get("accelerator"), str)
+                               else None, error=band)  # fmt: skip

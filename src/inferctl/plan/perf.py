@@ -71,6 +71,14 @@ class PerfParams(BaseModel):
                    per_token_us=0.5 if a.kind != "cpu" else 20.0)  # fmt: skip
 
 
+    @classmethod
+    def catalog(cls, r: Resolved) -> PerfParams:
+        """What the accelerator catalog ships: its fitted parameters where it has them, else the priors."""
+        prior = cls.prior(r)
+        cal = r.accelerator.calibration
+        return cls.model_validate({**prior.model_dump(), **cal.params}) if cal else prior
+
+
 def acceptance_length(acceptance: list[float], k: int) -> float:
     """Expected tokens per step per sequence: 1 (the bonus/target token) + expected accepted drafts."""
     total, p = 1.0, 1.0

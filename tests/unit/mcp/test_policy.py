@@ -59,10 +59,15 @@ async def test_few_snake_case_tools_with_documented_parameters():
 
 
 async def test_tool_names_and_schemas_match_the_snapshot():
-    """A changed tool surface is a deliberate act: regenerate with INFERCTL_UPDATE_SNAPSHOTS=1."""
+    """A changed tool surface is a deliberate act: regenerate with INFERCTL_UPDATE_SNAPSHOTS=1.
+
+    Outputs are pinned by title and top-level fields (a field added to a result, such as a prediction's
+    ``provenance``, changes what agents read); the full output schemas would make every docstring edit a diff.
+    """
     tools = await listed(True)
     current = {t.name: {"annotations": t.annotations.model_dump(mode="json", by_alias=True, exclude_none=True),
-                        "input_schema": t.input_schema, "output_schema_title": (t.output_schema or {}).get("title")}
+                        "input_schema": t.input_schema, "output_schema_title": (t.output_schema or {}).get("title"),
+                        "output_fields": sorted((t.output_schema or {}).get("properties", {}))}
                for t in sorted(tools, key=lambda t: t.name)}
     if os.environ.get("INFERCTL_UPDATE_SNAPSHOTS") == "1" or not SNAPSHOT.exists():
         SNAPSHOT.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -20,6 +20,9 @@ async def test_plan_fits_and_suggests_fixes():
         assert not fits.is_error, text(fits)
         assert fits.structured_content["fits"] is True and fits.structured_content["performance"]
         assert "FITS" in fits.content[0].text
+        prov = fits.structured_content["provenance"]  # issue 11.5: a prior is never read as a promise
+        assert prov["speed_params"] == "prior" and prov["error_band"] == {} and prov["config_reader"] == "catalog"
+        assert "speed parameters: prior" in fits.content[0].text and "not measured" in fits.content[0].text
         too_big = await c.call_tool("plan_serving", {"model": "gemma-4-31b", "accelerator": "l4"})
         assert not too_big.is_error, text(too_big)
         assert too_big.structured_content["fits"] is False and too_big.structured_content["suggestions"]
@@ -37,6 +40,8 @@ async def test_simulated_runs_list_poll_report_compare_and_cost():
         run_a, run_b = a.structured_content["run_id"], b.structured_content["run_id"]
         assert a.structured_content["status"] == "complete" and len(a.structured_content["cells"]) == 2
         assert a.structured_content["source"] == "simulated"
+        assert a.structured_content["provenance"]["speed_params"] == "prior"
+        assert "speed parameters: prior" in a.content[0].text
 
         runs = await c.call_tool("list_runs", {})
         assert {run_a, run_b} <= {r["run_id"] for r in runs.structured_content["runs"]}

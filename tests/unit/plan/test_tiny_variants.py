@@ -42,3 +42,26 @@ def test_no_overrides_is_the_stock_model(tmp_path):
 def test_inconsistent_layer_count_is_refused(tmp_path):
     with pytest.raises(ValueError, match="layer_types has 4 entries for 6 layers"):
         tinymodel.build_tiny_model(tmp_path / "x", num_hidden_layers=6)
+
+
+def test_the_same_model_saved_by_transformers_plans_the_same(tmp_path):
+    """The stock tiny model and the same fields re-saved by transformers (head dims only in per_layer_config,
+    no global_head_dim key) are one model to vLLM; the planner must size their KV caches identically."""
+    pytest.importorskip("transformers")
+    from tests.integration.plan_engines import resave_config_with_transformers
+
+    from inferctl.plan.config import ServingConfig
+    from inferctl.plan.memory import plan_memory
+
+    tinymodel.build_tiny_model(tmp_path / "hand")
+    tinymodel.build_tiny_model(tmp_path / "hf")
+    saved = resave_config_with_transformers(tmp_path / "hf")
+    assert saved["per_layer_config"] == {"3": {"head_dim": 64, "num_key_value_heads": 1}}
+
+    def plan(d):
+        return plan_memory(ServingConfig(model=str(d), accelerator="cpu", max_model_len=8192,
+                                         max_num_batched_tokens=512, kv_cache_memory_gib=1.0)).kv  # fmt: skip
+
+    hand, hf = plan(tmp_path / "hand"), plan(tmp_path / "hf")
+    assert (hf.kv_cache_tokens, hf.max_concurrency) == (hand.kv_cache_tokens, hand.max_concurrency)
+    assert hand.kv_cache_tokens == 3_273_603  # what vLLM logged for the stock model (docs/performance.md)
