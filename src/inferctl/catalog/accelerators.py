@@ -14,6 +14,30 @@ from inferctl.errors import ConfigError
 GIB = 1024**3
 
 
+class Calibration(BaseModel):
+    """Roofline parameters fitted on public measurements (the corpus), shipped only where they predicted
+    held-out measurements better than the prior. ``inferctl calibrate --corpus`` refits them;
+    ``benchmarks/corpus_calibration.py`` measures the held-out error recorded here."""
+
+    bw_efficiency: float
+    compute_efficiency: float
+    step_overhead_ms: float
+    per_seq_overhead_ms: float
+    request_overhead_ms: float
+    per_token_us: float
+    compute_half_hidden: float = 0.0
+    measurements: int = Field(description="How many corpus entries the parameters were fitted on.")
+    entries: list[str] = Field(description="The corpus entry ids fitted on.")
+    sources: list[str] = Field(description="The corpus source ids those entries come from.")
+    held_out: Literal["leave-one-source-out", "leave-one-entry-out"] = Field(
+        description="How the error band was measured (leave-one-entry-out is weaker: one source).")
+    error_band: dict[str, float] = Field(
+        description="Held-out median absolute error, percent, per metric (request_throughput, tpot_p50, ttft_p50).")
+    prior_error: dict[str, float] = Field(description="The uncalibrated prior's median absolute error, same entries.")
+    method: str = Field(description="How the parameters were fitted.")
+    date: str = Field(description="When they were fitted (ISO date).")
+
+
 class Accelerator(BaseModel):
     """One device type. Bandwidths in bytes/s and peaks in FLOP/s are derived from the catalog's units."""
 
@@ -36,6 +60,8 @@ class Accelerator(BaseModel):
     )
     source: str = Field(description="Where the figures come from.")
     date: str = Field(description="When they were recorded (ISO date).")
+    calibration: Calibration | None = Field(
+        default=None, description="Fitted on public measurements (None: the priors above are used as they are).")
 
     @property
     def memory_bytes(self) -> float:

@@ -111,3 +111,28 @@ def calibration(report: Any) -> None:
                                for k in ("request_throughput", "output_throughput", "ttft_p50", "tpot_p50")])
     c.print(h)
     c.print(f"[dim]parameters: {report.params_path}   heatmap: {report.heatmap_path}[/]")
+
+
+def corpus_calibration(report: Any) -> None:
+    c = console()
+    for fit in report.accelerators:
+        c.print(f"[bold]calibrated[/] {fit.accelerator} on {len(fit.entries)} corpus entries from "
+                f"{len(fit.sources)} source(s)" + (f", {len(fit.skipped)} skipped" if fit.skipped else ""))
+        t = _kv()
+        for k, v in fit.params.model_dump().items():
+            t.add_row(k, f"{v:.4g}  [dim](prior {getattr(fit.prior, k):.4g})[/]")
+        c.print(t)
+        e = Table(title="In-sample error (median |error|)", title_justify="left", title_style="bold")
+        for col in ("metric", "fitted", "prior"):
+            e.add_column(col, justify="right")
+        for name, m in fit.errors.items():
+            p = fit.prior_errors.get(name)
+            e.add_row(name, f"{m.median_abs:.1f}%", f"{p.median_abs:.1f}%" if p else "-")
+        c.print(e)
+        for s in fit.skipped:
+            c.print(f"[dim]skipped {s['entry']}: {s['reason']}[/]")
+        if fit.params_path:
+            c.print(f"[dim]parameters: {fit.params_path}[/]")
+    for name, why in report.unusable.items():
+        c.print(f"[yellow]{name}[/]: none of its {len(why)} entries can be simulated ({why[0]['reason']})")
+    c.print(f"[dim]{report.note}[/]")

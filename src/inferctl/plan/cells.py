@@ -29,7 +29,7 @@ class SimEngine:
 
     def __init__(self, cfg: ServingConfig | Resolved, params: PerfParams | None = None) -> None:
         self.resolved = cfg if isinstance(cfg, Resolved) else resolve(cfg)
-        self.params = params or PerfParams.prior(self.resolved)
+        self.params = params or PerfParams.default(self.resolved)
 
     @cached_property
     def memory(self) -> MemoryPlan:

@@ -62,8 +62,16 @@ class PerfParams(BaseModel):
         return self.compute_efficiency * (hidden_size / (hidden_size + h0) if h0 > 0 else 1.0)
 
     @classmethod
+    def default(cls, r: Resolved) -> PerfParams:
+        """What plan and simulate use: the catalog's corpus calibration where it ships one, else the priors."""
+        cal = r.accelerator.calibration
+        if cal is None:
+            return cls.prior(r)
+        return cls.model_validate(cal.model_dump(include=set(cls.model_fields)))
+
+    @classmethod
     def prior(cls, r: Resolved) -> PerfParams:
-        """The accelerator catalog's priors."""
+        """The accelerator catalog's uncalibrated priors (what every fit starts from and is pulled towards)."""
         a = r.accelerator
         return cls(bw_efficiency=a.bw_efficiency, compute_efficiency=a.compute_efficiency,
                    step_overhead_ms=a.step_overhead_ms, per_seq_overhead_ms=0.02 if a.kind != "cpu" else 0.5,
