@@ -15,6 +15,8 @@ Per metric (req/s, TPOT p50, TTFT p50) the median absolute percent error, agains
 in docs/planner.md between the ``corpus-calibration`` markers.
 
     PYTHONPATH=src .venv/bin/python -m benchmarks.corpus_calibration [--accelerator NAME] [--no-docs]
+        [--write-catalog]     # also ship the fits that beat the prior as [X.calibration] in accelerators.toml
+        [--from-results]      # reuse the last results (docs / catalog only, no fitting)
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from inferctl.plan.corpus_fit import AIM, beats_prior, corpus_groups, fit_entries, held_out
+from inferctl.plan.corpus_fit import AIM, corpus_groups, fit_entries, held_out, ship_decision
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "corpus_calibration.json"
@@ -42,14 +44,17 @@ def run(accelerator: str | None) -> dict:
         t0 = time.perf_counter()
         row: dict = {"entries": len(acc.groups), "sources": acc.sources,
                      "skipped": [{"entry": s.entry_id, "reason": s.reason} for s in acc.skipped]}  # fmt: skip
+        fitted = fit_entries(acc.groups) if acc.groups else None
+        if fitted is not None:
+            row["fitted"] = fitted.model_dump()
+            row["fitted_on"] = [g.entry.id for g in acc.groups]
+        row["ships"], row["why"] = False, "fewer than two usable entries: nothing to hold out"
         if len(acc.groups) >= 2:
             h = held_out(acc)
+            row["ships"], row["why"] = ship_decision(h, fitted)
             row |= {"mode": h.mode, "held_out": {k: v.model_dump() for k, v in h.calibrated.items()},
-                    "prior": {k: v.model_dump() for k, v in h.prior.items()}, "beats_prior": beats_prior(h),
+                    "prior": {k: v.model_dump() for k, v in h.prior.items()},
                     "cells": [c.model_dump() for c in h.cells]}  # fmt: skip
-        if acc.groups:
-            row["fitted"] = fit_entries(acc.groups).model_dump()
-            row["fitted_on"] = [g.entry.id for g in acc.groups]
         row["seconds"] = round(time.perf_counter() - t0, 1)
         out["accelerators"][name] = row
         print(f"{name}: {row.get('mode', 'no held-out test')} in {row['seconds']}s", file=sys.stderr, flush=True)
@@ -74,7 +79,7 @@ def table(result: dict) -> str:
     for name, row in result["accelerators"].items():
         mode = row.get("mode", "none (one entry)")
         mode = {"leave-one-entry-out": "leave-one-entry-out (weaker: one source)"}.get(mode, mode)
-        ships = "yes" if row.get("beats_prior") else "no"
+        ships = ("yes: " if row["ships"] else "no: ") + row["why"]
         lines.append(f"| {name} | {row['entries']} ({len(row['sources'])}) | {mode} | "
                      + " | ".join(_cell(row, k) for k in SHOWN) + f" | {ships} |")  # fmt: skip
     return "\n".join(lines)
@@ -89,17 +94,78 @@ def write_doc(text: str) -> None:
     DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}", encoding="utf-8")
 
 
+CATALOG = ROOT / "src" / "inferctl" / "catalog" / "data" / "accelerators.toml"
+METHOD = ("inferctl.plan.corpus_fit.fit_entries: Nelder-Mead on the mean absolute log error of req/s, output tok/s, "
+          "p50 TTFT and p50 TPOT of every usable corpus entry of the accelerator (any model), each re-simulated with "
+          "its own model, flags and load; fits bw_efficiency, compute_efficiency, step_overhead_ms, "
+          "per_seq_overhead_ms and request_overhead_ms (efficiencies at most 1), pulled towards the prior; the rest is "
+          "the prior's")
+
+
+def calibration_block(name: str, row: dict) -> str:
+    """The ``[name.calibration]`` TOML table for a shipped fit."""
+    p = row["fitted"]
+    band = {k: round(v["median_abs"], 1) for k, v in row["held_out"].items() if k in SHOWN}
+    prior = {k: round(v["median_abs"], 1) for k, v in row["prior"].items() if k in SHOWN}
+
+    def inline(d: dict) -> str:
+        return "{ " + ", ".join(f"{k} = {v}" for k, v in d.items()) + " }"
+
+    lines = [f"[{name}.calibration]   # written by benchmarks/corpus_calibration.py --write-catalog"]
+    lines += [f"{k} = {round(p[k], 4)}" for k in ("bw_efficiency", "compute_efficiency", "step_overhead_ms",
+                                                  "per_seq_overhead_ms", "request_overhead_ms", "per_token_us",
+                                                  "compute_half_hidden")]  # fmt: skip
+    lines += [f"measurements = {len(row['fitted_on'])}", "entries = " + json.dumps(row["fitted_on"]),
+              "sources = " + json.dumps(row["sources"]), f'held_out = "{row["mode"]}"',
+              f"error_band = {inline(band)}", f"prior_error = {inline(prior)}", f"method = {json.dumps(METHOD)}",
+              f'date = "{row["date"]}"']  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def write_catalog(result: dict) -> list[str]:
+    """Replace every ``[X.calibration]`` table: one for each accelerator whose fit ships, none for the rest."""
+    import re
+
+    # Drop old calibration tables: from their header to the next table header (or the end).
+    kept, dropping = [], False
+    for line in CATALOG.read_text(encoding="utf-8").splitlines():
+        if re.match(r"^\[[\w.-]+\]", line):
+            dropping = bool(re.match(r"^\[[\w-]+\.calibration\]", line))
+        if not dropping:
+            kept.append(line)
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept).rstrip("\n") + "\n")
+    shipped = []
+    for name, row in result["accelerators"].items():
+        if not row.get("ships"):
+            continue
+        m = re.search(rf"^\[{re.escape(name)}\]\n.*?(?=\n\[|\Z)", text, flags=re.S | re.M)
+        if m is None:
+            raise SystemExit(f"{CATALOG} has no [{name}] table.")
+        block = calibration_block(name, row | {"date": result["date"]})
+        text = text[: m.end()].rstrip("\n") + "\n\n" + block.rstrip("\n") + "\n" + text[m.end():]
+        shipped.append(name)
+    CATALOG.write_text(text, encoding="utf-8")
+    return shipped
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--accelerator", help="one accelerator (default: every one in the corpus)")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite the table in docs/planner.md")
+    ap.add_argument("--write-catalog", action="store_true",
+                    help="ship the fits that beat the prior held out as [X.calibration] in the accelerator catalog")
+    ap.add_argument("--from-results", action="store_true",
+                    help="do not fit: reuse benchmarks/results/corpus_calibration.json (docs and catalog only)")
     args = ap.parse_args()
-    result = run(args.accelerator)
+    result = json.loads(RESULTS.read_text(encoding="utf-8")) if args.from_results else run(args.accelerator)
     if args.accelerator is None:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        if not args.from_results:
+            RESULTS.parent.mkdir(parents=True, exist_ok=True)
+            RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         if not args.no_docs:
             write_doc(table(result))
+        if args.write_catalog:
+            print("catalog calibrations:", ", ".join(write_catalog(result)) or "none", file=sys.stderr)
     print(table(result))
 
 

@@ -173,7 +173,8 @@ def fit(engine_for: Callable[[PerfParams], object], spec: SweepSpec, measured: l
 
 
 def fit_groups(groups: list[FitGroup], start: PerfParams, prior_weight: float = PRIOR_WEIGHT,
-               iters: int | None = None, robust: bool = False, ceil: dict[str, float] | None = None) -> PerfParams:
+               iters: int | None = None, robust: bool = False, ceil: dict[str, float] | None = None,
+               only: tuple[str, ...] | None = None) -> PerfParams:
     """Fit PerfParams jointly to several measured runs (one hardware profile; any models and settings).
 
     The loss is the mean squared log error over every figure of every cell of every run, plus the pull
@@ -182,17 +183,19 @@ def fit_groups(groups: list[FitGroup], start: PerfParams, prior_weight: float = 
     the sizes; with one size it stays at ``start``'s value. ``iters`` caps the Nelder-Mead iterations
     (default 220, plus 40 when the size is fitted too). ``robust`` minimises the mean *absolute* log
     error instead (the median's loss: a few cells far off - a queue-dominated TTFT - do not drag every
-    other figure); ``ceil`` overrides the efficiency ceilings (default 1.5).
+    other figure); ``ceil`` overrides the efficiency ceilings (default 1.5); ``only`` fits just those of
+    the six parameters (the others, and ``compute_half_hidden``, keep ``start``'s values).
     """
     if not any(g.measured for g in groups):
         raise ConfigError("The run has no complete cells to calibrate on.")
-    sizes = sorted({g.hidden_size for g in groups if g.measured and g.hidden_size > 0})
-    fields = _FIELDS + ((_SIZE_FIELD,) if len(sizes) >= 2 else ())
-    x0 = [math.log(max(getattr(start, k), _FLOOR[k] * 10)) for k in _FIELDS]
+    sizes = sorted({g.hidden_size for g in groups if g.measured and g.hidden_size > 0}) if only is None else []
+    base = _FIELDS if only is None else tuple(k for k in _FIELDS if k in only)
+    fields = base + ((_SIZE_FIELD,) if len(sizes) >= 2 else ())
+    x0 = [math.log(max(getattr(start, k), _FLOOR[k] * 10)) for k in base]
     if len(sizes) >= 2:
         h0 = start.compute_half_hidden or math.exp(statistics.fmean(math.log(h) for h in sizes))
         x0.append(math.log(h0))
-    pulled = len(_FIELDS)
+    pulled = len(base)
 
     def objective(x: list[float]) -> float:
         params = _to_params(x, fields, start, ceil)
@@ -203,7 +206,7 @@ def fit_groups(groups: list[FitGroup], start: PerfParams, prior_weight: float = 
         ridge = prior_weight * sum((a - b) ** 2 for a, b in zip(x[:pulled], x0[:pulled], strict=True))
         return (total / n if n else math.inf) + ridge
 
-    best, _ = nelder_mead(objective, x0, iters=iters or 220 + 40 * (len(fields) - len(_FIELDS)))
+    best, _ = nelder_mead(objective, x0, iters=iters or 220 + 40 * (len(fields) - len(base)))
     return _to_params(best, fields, start, ceil)
 
 
