@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from inferctl.cli.common import JsonOpt, console, emit, run, styled
+from inferctl.cli.common import JsonOpt, console, emit, fail, run, styled
 
 ModelArg = Annotated[str | None, typer.Argument(help="Catalog model (gemma-4-12b...), HF id, or a directory with "
                                                 "a config.json. Not needed with --profile.", show_default=False)]
@@ -178,13 +178,19 @@ def simulate(
 
 
 def calibrate(
-    run_refs: Annotated[list[str], typer.Argument(help="Measured runs (path, id, id prefix or 'latest'), fitted "
-                                                  "jointly; runs of two model sizes also fit how efficiency grows "
-                                                  "with matrix size.", show_default=False)],
+    run_refs: Annotated[list[str] | None, typer.Argument(help="Measured runs (path, id, id prefix or 'latest'), "
+                                                         "fitted jointly; runs of two model sizes also fit how "
+                                                         "efficiency grows with matrix size.",
+                                                         show_default=False)] = None,
+    corpus: Annotated[bool, typer.Option("--corpus", help="Fit each accelerator on the public measurement corpus "
+                                         "instead of a run (all accelerators, or the one --accelerator names).")
+                      ] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="The model that was measured (catalog name "
                                               "or config.json directory; default: the run's model; one run "
                                               "only).")] = None,
-    accelerator: AccOpt = "cpu",
+    accelerator: Annotated[str | None, typer.Option("--accelerator", "-a", help="The measured hardware (default "
+                                                    "cpu); with --corpus the one accelerator to fit (default "
+                                                    "all).")] = None,
     count: CountOpt = 1,
     tp: TpOpt = None,
     quant: QuantOpt = "bf16",
@@ -196,15 +202,24 @@ def calibrate(
     speculative: SpecOpt = None,
     profile: ProfileOpt = None,
     out: Annotated[Path | None, typer.Option("--out", help="Where to write the fitted parameters (JSON; default "
-                                             "<run>/calibration.json).")] = None,
+                                             "<run>/calibration.json; with --corpus a directory, one "
+                                             "<accelerator>.json each, none written by default).")] = None,
     runs_dir: Annotated[str | None, typer.Option("--runs-dir", help="Where runs live.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Fit the hardware profile's efficiency factors and overheads to measured runs; per-cell error and MAPE."""
+    """Fit the hardware profile's efficiency factors and overheads to measured runs (or, with --corpus, each
+    accelerator to the public measurement corpus); per-cell error and MAPE."""
     from inferctl.cli import plan_render
-    from inferctl.ops.calibrate import calibrate_runs
+    from inferctl.ops.calibrate import calibrate_corpus, calibrate_runs
 
-    params = {"model": model, "accelerator": accelerator, "count": count, "tp": tp, "quant": quant,
+    if corpus:
+        if run_refs:
+            raise fail("Pass measured runs or --corpus, not both.")
+        emit(run(lambda: calibrate_corpus(accelerator, out=out)), as_json, plan_render.corpus_calibration)
+        return
+    if not run_refs:
+        raise fail("Name at least one measured run, or pass --corpus.")
+    params = {"model": model, "accelerator": accelerator or "cpu", "count": count, "tp": tp, "quant": quant,
               "max_model_len": max_model_len, "max_num_seqs": max_num_seqs,
               "max_num_batched_tokens": max_num_batched_tokens, "block_size": block_size,
               "kv_cache_gib": kv_cache_gib, "speculative": speculative, "profile": profile}  # fmt: skip

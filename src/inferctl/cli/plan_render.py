@@ -167,3 +167,28 @@ def fleet(result: Any, top: int = 15) -> None:
             c.print(Text(result.profile.rstrip(), style="dim"))
     for note in result.notes:
         c.print(Text(f"note: {note}", style="dim"))
+
+
+def corpus_calibration(report: Any) -> None:
+    c = console()
+    for fit in report.accelerators:
+        c.print(styled("[bold]calibrated[/] {} on {} corpus entries from {} source(s){}", fit.accelerator,
+                       len(fit.entries), len(fit.sources), f", {len(fit.skipped)} skipped" if fit.skipped else ""))
+        t = _kv()
+        for k, v in fit.params.model_dump().items():
+            t.add_row(k, Text.assemble(f"{v:.4g}  ", (f"(prior {getattr(fit.prior, k):.4g})", "dim")))
+        c.print(t)
+        e = Table(title="In-sample error (median |error|)", title_justify="left", title_style="bold")
+        for col in ("metric", "fitted", "prior"):
+            e.add_column(col, justify="right")
+        for name, m in fit.errors.items():
+            p = fit.prior_errors.get(name)
+            e.add_row(name, f"{m.median_abs:.1f}%", f"{p.median_abs:.1f}%" if p else "-")
+        c.print(e)
+        for s in fit.skipped:
+            c.print(Text(f"skipped {s['entry']}: {s['reason']}", style="dim"))
+        if fit.params_path:
+            c.print(Text(f"parameters: {fit.params_path}", style="dim"))
+    for name, why in report.unusable.items():
+        c.print(styled("[yellow]{}[/]: none of its {} entries can be simulated ({})", name, len(why), why[0]["reason"]))
+    c.print(Text(report.note, style="dim"))

@@ -164,3 +164,66 @@ def calibrate_runs(run_refs: list[str], *, root: str | Path | None = None, out: 
              for s, c, spec in zip(stores, per_run_cells, specs, strict=True)]  # fmt: skip
     heat.write_text("\n".join(pages), encoding="utf-8")
     return report
+
+
+# -- corpus mode: calibrate accelerators on the public measurement corpus -------------------------------
+
+
+class CorpusFit(BaseModel):
+    """One accelerator fitted on its corpus entries (any models)."""
+
+    accelerator: str
+    params: PerfParams = Field(description="Fitted efficiency factors and overheads.")
+    prior: PerfParams = Field(description="The uncalibrated catalog priors the fit started from.")
+    entries: list[str] = Field(description="The corpus entry ids fitted on.")
+    sources: list[str] = Field(description="The sources those entries come from.")
+    skipped: list[dict[str, str]] = Field(default_factory=list,
+                                          description="Entries that could not be simulated, with the reason.")
+    errors: dict[str, MetricError] = Field(description="Per metric, in-sample error of the fitted parameters.")
+    prior_errors: dict[str, MetricError] = Field(description="Per metric, error of the priors on the same entries.")
+    cells: list[CellError] = Field(description="Per-entry error with the fitted parameters (cell = entry id).")
+    params_path: str | None = Field(default=None, description="Where the parameters were written (--calibration).")
+
+
+class CorpusCalibrationReport(BaseModel):
+    """`inferctl calibrate --corpus`: one fit per accelerator with usable corpus entries."""
+
+    accelerators: list[CorpusFit]
+    unusable: dict[str, list[dict[str, str]]] = Field(
+        default_factory=dict, description="Accelerators none of whose entries could be simulated, with the reasons.")
+    note: str = Field(default="In-sample error. benchmarks/corpus_calibration.py measures the held-out error "
+                      "(fitted without the entries it predicts), which is what docs/planner.md reports.")
+
+
+def calibrate_corpus(accelerator: str | None = None, out: Path | None = None) -> CorpusCalibrationReport:
+    """Fit each accelerator's roofline efficiencies and overheads on the measurement corpus.
+
+    Every entry of the accelerator counts, whatever its model (the roofline carries efficiency across
+    models); entries whose model the planner cannot describe are skipped and counted. With ``out`` (a
+    directory) each accelerator's parameters are written to ``<out>/<accelerator>.json``, readable by
+    ``--calibration`` of plan, simulate and sim serve.
+    """
+    from inferctl.plan.corpus_fit import corpus_groups, fit_entries, score_entries
+
+    fits, unusable = [], {}
+    for name, acc in corpus_groups(accelerator).items():
+        skipped = [{"entry": s.entry_id, "reason": s.reason} for s in acc.skipped]
+        if not acc.groups:
+            unusable[name] = skipped
+            continue
+        params = fit_entries(acc.groups)
+        cells = score_entries(acc.groups, params)
+        fit = CorpusFit(accelerator=name, params=params, prior=acc.groups[0].prior,
+                        entries=[g.entry.id for g in acc.groups], sources=acc.sources, skipped=skipped,
+                        errors=summarize(cells), prior_errors=summarize(score_entries(acc.groups, None)),
+                        cells=cells)  # fmt: skip
+        if out is not None:
+            path = Path(out) / f"{name}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fit.params_path = str(path)
+            path.write_text(json.dumps(fit.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+        fits.append(fit)
+    if accelerator is not None and not fits:
+        (name, why), = unusable.items()
+        raise ConfigError(f"None of the {len(why)} corpus entries for {name} can be simulated: {why[0]['reason']}.")
+    return CorpusCalibrationReport(accelerators=fits, unusable=unusable)

@@ -89,8 +89,9 @@ def summarize(cells: list[CellError]) -> dict[str, MetricError]:
     return summary
 
 
-def _loss(engine_for, spec: SweepSpec, measured: list[CellResult], params: PerfParams) -> tuple[float, int]:
-    """Summed squared log error over the cells' figures, and how many figures were compared."""
+def _loss(engine_for, spec: SweepSpec, measured: list[CellResult], params: PerfParams,
+          power: float = 2.0) -> tuple[float, int]:  # fmt: skip
+    """Summed squared (``power`` 1: absolute) log error over the cells' figures, and how many were compared."""
     engine = engine_for(params)
     cells = {c.id: c for c in spec.cells()}
     total, n = 0.0, 0
@@ -99,16 +100,18 @@ def _loss(engine_for, spec: SweepSpec, measured: list[CellResult], params: PerfP
         pm, mm = cell_figures(pred), cell_figures(meas)
         for k in METRICS:
             if pm[k] and mm[k]:
-                total += math.log(pm[k] / mm[k]) ** 2
+                total += abs(math.log(pm[k] / mm[k])) ** power
                 n += 1
     return total, n
 
 
-def _to_params(x: list[float], fields: tuple[str, ...], base: PerfParams) -> PerfParams:
+def _to_params(x: list[float], fields: tuple[str, ...], base: PerfParams,
+               ceil: dict[str, float] | None = None) -> PerfParams:  # fmt: skip
     vals = base.model_dump()
+    ceil = ceil or _CEIL
     for name, v in zip(fields, x, strict=True):
         val = max(math.exp(v), _FLOOR[name])
-        vals[name] = min(val, _CEIL.get(name, math.inf))
+        vals[name] = min(val, ceil.get(name, math.inf))
     return PerfParams(**vals)
 
 
@@ -169,35 +172,42 @@ def fit(engine_for: Callable[[PerfParams], object], spec: SweepSpec, measured: l
                       prior_weight)  # fmt: skip
 
 
-def fit_groups(groups: list[FitGroup], start: PerfParams, prior_weight: float = PRIOR_WEIGHT) -> PerfParams:
+def fit_groups(groups: list[FitGroup], start: PerfParams, prior_weight: float = PRIOR_WEIGHT,
+               iters: int | None = None, robust: bool = False, ceil: dict[str, float] | None = None,
+               only: tuple[str, ...] | None = None) -> PerfParams:
     """Fit PerfParams jointly to several measured runs (one hardware profile; any models and settings).
 
     The loss is the mean squared log error over every figure of every cell of every run, plus the pull
     towards ``start``. When the runs cover two or more model hidden sizes, ``compute_half_hidden`` (how
     matmul efficiency grows with matrix size) is fitted too, unpulled, starting at the geometric mean of
-    the sizes; with one size it stays at ``start``'s value.
+    the sizes; with one size it stays at ``start``'s value. ``iters`` caps the Nelder-Mead iterations
+    (default 220, plus 40 when the size is fitted too). ``robust`` minimises the mean *absolute* log
+    error instead (the median's loss: a few cells far off - a queue-dominated TTFT - do not drag every
+    other figure); ``ceil`` overrides the efficiency ceilings (default 1.5); ``only`` fits just those of
+    the six parameters (the others, and ``compute_half_hidden``, keep ``start``'s values).
     """
     if not any(g.measured for g in groups):
         raise ConfigError("The run has no complete cells to calibrate on.")
-    sizes = sorted({g.hidden_size for g in groups if g.measured and g.hidden_size > 0})
-    fields = _FIELDS + ((_SIZE_FIELD,) if len(sizes) >= 2 else ())
-    x0 = [math.log(max(getattr(start, k), _FLOOR[k] * 10)) for k in _FIELDS]
+    sizes = sorted({g.hidden_size for g in groups if g.measured and g.hidden_size > 0}) if only is None else []
+    base = _FIELDS if only is None else tuple(k for k in _FIELDS if k in only)
+    fields = base + ((_SIZE_FIELD,) if len(sizes) >= 2 else ())
+    x0 = [math.log(max(getattr(start, k), _FLOOR[k] * 10)) for k in base]
     if len(sizes) >= 2:
         h0 = start.compute_half_hidden or math.exp(statistics.fmean(math.log(h) for h in sizes))
         x0.append(math.log(h0))
-    pulled = len(_FIELDS)
+    pulled = len(base)
 
     def objective(x: list[float]) -> float:
-        params = _to_params(x, fields, start)
+        params = _to_params(x, fields, start, ceil)
         total, n = 0.0, 0
         for g in groups:
-            t, k = _loss(g.engine_for, g.spec, g.measured, params)
+            t, k = _loss(g.engine_for, g.spec, g.measured, params, 1.0 if robust else 2.0)
             total, n = total + t, n + k
         ridge = prior_weight * sum((a - b) ** 2 for a, b in zip(x[:pulled], x0[:pulled], strict=True))
         return (total / n if n else math.inf) + ridge
 
-    best, _ = nelder_mead(objective, x0, iters=220 + 40 * (len(fields) - len(_FIELDS)))
-    return _to_params(best, fields, start)
+    best, _ = nelder_mead(objective, x0, iters=iters or 220 + 40 * (len(fields) - len(base)))
+    return _to_params(best, fields, start, ceil)
 
 
 def load_params(path: Path | str) -> PerfParams:

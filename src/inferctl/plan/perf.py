@@ -63,7 +63,7 @@ class PerfParams(BaseModel):
 
     @classmethod
     def prior(cls, r: Resolved) -> PerfParams:
-        """The accelerator catalog's priors."""
+        """The accelerator catalog's uncalibrated priors (what every fit starts from and is pulled towards)."""
         a = r.accelerator
         return cls(bw_efficiency=a.bw_efficiency, compute_efficiency=a.compute_efficiency,
                    step_overhead_ms=a.step_overhead_ms, per_seq_overhead_ms=0.02 if a.kind != "cpu" else 0.5,

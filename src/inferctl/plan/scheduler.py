@@ -92,7 +92,8 @@ class CappedSum:
             self.state[sid] = ("c", 0.0)
 
     def total(self, g: float) -> float:
-        return self.growing_const + self.growing * g + self.capped * self.cap
+        # No sequence at the cap adds nothing (0 x an infinite cap would be NaN: models without sliding layers).
+        return self.growing_const + self.growing * g + (self.capped * self.cap if self.capped else 0.0)
 
 
 @dataclass
@@ -286,8 +287,10 @@ class Scheduler:
                 kvs.advance(g)
             n_dec = len(decoding)
             full_ctx = full_const + n_dec * g
-            attn_ctx = attn.growing_const + attn.growing * g + attn.capped * attn.cap  # attn.total(g), inline
-            kv_kept = attn_ctx if kvs is attn else kvs.growing_const + kvs.growing * g + kvs.capped * kvs.cap
+            # attn.total(g), inline (0 capped x an infinite cap is NaN, hence the guards)
+            attn_ctx = attn.growing_const + attn.growing * g + (attn.capped * attn.cap if attn.capped else 0.0)
+            kv_kept = attn_ctx if kvs is attn else (kvs.growing_const + kvs.growing * g
+                                                    + (kvs.capped * kvs.cap if kvs.capped else 0.0))
             used = a_full * full_ctx + a_sliding * kv_kept + c_seq * n_dec + prefill_blocks
             # KV for the decode step itself: every decoding sequence may open a block per group.
             growth = n_dec * k1 * growth_per_token

@@ -26,6 +26,9 @@ from inferctl.plan.provenance import provenance
 runner = CliRunner()
 QAT = ["gemma-4-12b", "--accelerator", "l4", "--quant", "w4a16", "--max-model-len", "8192"]
 CFG = ServingConfig(model="gemma-4-12b", accelerator="l4", quant="w4a16", max_model_len=8192)
+# No public measurement of this one is in the corpus: its priors have never been scored.
+UNMEASURED = ["gemma-4-12b", "--accelerator", "rtx-pro-6000", "--quant", "w4a16", "--max-model-len", "8192"]
+UNMEASURED_CFG = ServingConfig(model="gemma-4-12b", accelerator="rtx-pro-6000", quant="w4a16", max_model_len=8192)
 FITTED = PerfParams(bw_efficiency=0.55, compute_efficiency=0.3, step_overhead_ms=6.0, per_seq_overhead_ms=0.05,
                     request_overhead_ms=2.0, per_token_us=1.0)  # fmt: skip
 
@@ -43,18 +46,25 @@ def _calibration_file(tmp_path, accelerator="l4"):
 
 
 def test_uncalibrated_accelerator_says_prior_and_not_measured():
-    p = plan(CFG).provenance
+    p = plan(UNMEASURED_CFG).provenance
     assert p.speed_params == "prior" and p.measurements is None and p.calibration_file is None
     assert p.error_band == {} and p.error_band_method == "not measured"  # nothing invented
     assert p.config_reader == "catalog"
 
 
+def test_prior_scored_on_the_corpus_carries_its_measured_error():
+    """L4's priors were scored against the public corpus (benchmarks/corpus_calibration.py): the band is theirs."""
+    p = plan(CFG).provenance
+    assert p.speed_params == "prior" and p.error_band_method.startswith("prior (not fitted)")
+    assert p.error_band["ttft_p50"].median_abs_pct > 0
+
+
 def test_plan_json_and_human_output_carry_provenance():
-    r = runner.invoke(app, ["plan", *QAT, "--json"])
+    r = runner.invoke(app, ["plan", *UNMEASURED, "--json"])
     assert r.exit_code == 0, r.output
     p = json.loads(r.stdout)["provenance"]
     assert p["speed_params"] == "prior" and p["error_band"] == {} and p["config_reader"] == "catalog"
-    human = runner.invoke(app, ["plan", *QAT], env={"COLUMNS": "200"})
+    human = runner.invoke(app, ["plan", *UNMEASURED], env={"COLUMNS": "200"})
     assert "speed parameters" in human.output and "prior" in human.output
     assert "measured error" in human.output and "not measured" in human.output
     assert "model config" in human.output and "catalog" in human.output
@@ -109,11 +119,11 @@ def test_catalog_calibration_is_used_and_reported_with_its_held_out_band():
 
 def test_simulate_records_provenance_in_summary_and_meta(tmp_path):
     spec = SweepSpec(contexts=[128], concurrencies=[1], output_tokens=8, requests=4, warmup=0)
-    summary = simulate(CFG, spec, root=tmp_path)
+    summary = simulate(UNMEASURED_CFG, spec, root=tmp_path)
     assert summary.provenance.speed_params == "prior"
     meta = RunDir.open(summary.path).read_meta()
     assert meta.engine["provenance"]["error_band_method"] == "not measured"
-    r = runner.invoke(app, ["simulate", *QAT, "--concurrency", "1", "--context", "128", "--output-tokens", "8",
+    r = runner.invoke(app, ["simulate", *UNMEASURED, "--concurrency", "1", "--context", "128", "--output-tokens", "8",
                             "--runs-dir", str(tmp_path), "--json"])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["provenance"]["config_reader"] == "catalog"

@@ -103,3 +103,15 @@ def test_ngram_low_acceptance_is_nearly_neutral_at_low_load():
     t_plain, _ = tpot(plain, 1)
     t_ngram, _ = tpot(ngram, 1)
     assert 0.6 * t_plain < t_ngram < t_plain
+
+
+def test_model_without_sliding_layers_simulates(tmp_path):
+    # Regression: with no sliding layers the decode-context cap is infinite, and 0 capped sequences x inf
+    # was NaN, so every full-attention model (Llama, Qwen, Mistral: the public corpus's models) crashed.
+    from inferctl.catalog.corpus import model_ref
+
+    ref = model_ref("meta-llama/Llama-3.1-8B", tmp_path)
+    eng = SimEngine(ServingConfig(model=ref, accelerator="a100-80", max_model_len=4096))
+    reqs, stats, _, _ = run(eng, 8, 512, 64, concurrency=4)
+    assert all(r.status == "ok" and r.end is not None for r in reqs)
+    assert stats.steps > 64
