@@ -14,6 +14,7 @@ import json
 import re
 import time
 import uuid
+import zlib
 
 from inferctl.plan.cells import SimEngine
 from inferctl.plan.fit import require_fit
@@ -29,6 +30,12 @@ _WORDS = ["the", "model", "serves", "tokens", "fast", "and", "well", "on", "ever
 def count_tokens(text: str) -> int:
     """Word-level token count: ' the' is one token, as is 'the'."""
     return len(_WORD.findall(text))
+
+
+def token_ids(text: str) -> list[int]:
+    """One id per word, the same word always the same id (a stable hash), so distinct words are distinct tokens
+    as in a real vocabulary (the benchmark refuses a tokenizer under which they are not)."""
+    return [zlib.crc32(w.strip().encode()) % 1_000_003 + 16 for w in _WORD.findall(text)]
 
 
 def _chat_tokens(messages: list[dict]) -> int:
@@ -78,9 +85,13 @@ def build_app(cfg: ServingConfig, params: PerfParams | None = None, *, speed: fl
 
     async def tokenize(request: Request) -> Response:
         body = await request.json()
-        n = _chat_tokens(body["messages"]) if "messages" in body else count_tokens(str(body.get("prompt", "")))
-        return JSONResponse({"count": n, "max_model_len": r.max_model_len, "tokens": list(range(n)),
-                             "token_strs": None})
+        if "messages" in body:  # the template's tokens (ids below 16), then the words'
+            text = "".join(str(m.get("content", "")) if not isinstance(m.get("content"), list) else
+                           "".join(p.get("text", "") for p in m["content"]) for m in body["messages"])  # fmt: skip
+            ids = list(range(CHAT_OVERHEAD_TOKENS)) + token_ids(text)
+        else:
+            ids = token_ids(str(body.get("prompt", "")))
+        return JSONResponse({"count": len(ids), "max_model_len": r.max_model_len, "tokens": ids, "token_strs": None})
 
     async def detokenize(request: Request) -> Response:
         body = await request.json()

@@ -90,3 +90,12 @@ def test_metrics_parse_with_vllm_names(client):
                  "vllm:inter_token_latency_seconds_bucket", "vllm:request_success_total", "vllm:cache_config_info"):
         assert name in text
     assert 'vllm:generation_tokens_total{engine="0",model_name="gemma-4-e2b"} 4.0' in text
+
+
+def test_distinct_words_are_distinct_tokens(client):
+    """The benchmark refuses a tokenizer that gives different words one id (<unk>): sim serve's must not."""
+    words = [" the", " of", " and", " to", " in", " is", " was", " for"]
+    ids = [client.post("/tokenize", json={"model": "gemma-4-e2b", "prompt": w}).json()["tokens"] for w in words]
+    assert all(len(i) == 1 for i in ids) and len({i[0] for i in ids}) == len(words)
+    again = client.post("/tokenize", json={"model": "gemma-4-e2b", "prompt": "".join(words)}).json()["tokens"]
+    assert again == [i[0] for i in ids]  # the same word is always the same id
