@@ -69,6 +69,34 @@ def quota_exceeded() -> Failure:
                    "quota for using GPUs without zonal redundancy.", "QUOTA_EXCEEDED")
 
 
+# Capacity refusals as Google sends them (docs/cloud.md, "When a zone says no", lists each with its source).
+def gce_stockout_503(project: str, zone: str) -> Failure:
+    """instances.insert refused at once: 503 ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS (scylladb/scylla-cluster-tests
+    #12477, kubernetes/k8s.io#9834: reason resource_availability, domain compute.googleapis.com)."""
+    return Failure(503, "UNAVAILABLE", f"ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: The zone 'projects/{project}/zones/"
+                   f"{zone}' does not have enough resources available to fulfill the request.  '(resource type:"
+                   "compute)'.", "resource_availability", metadata={"zone": zone})
+
+
+def gce_stockout_op(project: str, zone: str) -> dict:
+    """The insert operation finishes with this error (googlefonts/fontbakery-dashboard#81,
+    GoogleCloudPlatform/DataflowTemplates#2263)."""
+    return {"code": "ZONE_RESOURCE_POOL_EXHAUSTED", "message": f"The zone 'projects/{project}/zones/{zone}' does not "
+            "have enough resources available to fulfill the request.  Try a different zone, or try again later."}
+
+
+def gce_quota_op(region: str, metric: str = "NVIDIA_L4_GPUS") -> dict:
+    """The insert operation's quota error ("Quota 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.", fastai/course-v3
+    #165; the per-region form names the region)."""
+    return {"code": "QUOTA_EXCEEDED", "message": f"Quota '{metric}' exceeded.  Limit: 0.0 in region {region}."}
+
+
+def tpu_no_capacity(zone: str) -> str:
+    """A queued resource's FAILED error, code 8 (GoogleCloudPlatform/magic-modules#7297)."""
+    return (f'There is no more capacity in the zone "{zone}"; you can try in another zone where Cloud TPU Nodes are '
+            "offered (see https://cloud.google.com/tpu/docs/regions)")
+
+
 def already_exists() -> Failure:
     return Failure(409, "ALREADY_EXISTS", "Resource already exists.")
 
@@ -102,6 +130,12 @@ class GcpState:
     gpu_zones: dict[str, list[str]] = field(default_factory=dict)  # zone -> compute accelerator types
     tpu_zones: dict[str, list[str]] = field(default_factory=dict)  # zone -> TPU accelerator types
     blobs: dict[str, list[dict]] = field(default_factory=dict)
+    # capacity per location: zone -> Failure (insert refused at once) or {"code", "message"} (operation error)
+    vm_zone_refusal: dict[str, Any] = field(default_factory=dict)
+    qr_zone_failure: dict[str, str] = field(default_factory=dict)  # zone -> FAILED message instead of ACTIVE
+    qr_zone_hold: set[str] = field(default_factory=set)  # zones whose queue never moves past WAITING_FOR_RESOURCES
+    run_region_refusal: dict[str, Failure] = field(default_factory=dict)  # region -> services.create refused
+    operations: dict[str, dict] = field(default_factory=dict)  # Compute operations that finished with an error
     counter: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def sent(self, key: str) -> list[Recorded]:
@@ -223,6 +257,8 @@ class _App:
         name = f"projects/{g['p']}/locations/{g['l']}/services/{q['serviceId']}"
         if name in self.s.services:
             return _error(already_exists())
+        if g["l"] in self.s.run_region_refusal:
+            return _error(self.s.run_region_refusal[g["l"]])
         svc = dict(body or {})
         svc.update(name=name, uid="7a4f-fake", generation="1", creator="me@example.com", reconciling=True,
                    terminalCondition={"type": "Ready", "state": "CONDITION_RECONCILING"},
@@ -301,8 +337,13 @@ class _App:
             self.s.queued_polls[name] += 1
             steps = self.s.qr_progression
             state = steps[min(self.s.queued_polls[name], len(steps) - 1)]
-            if state == "ACTIVE" and self.s.qr_failure:
-                qr["state"] = {"state": "FAILED", "failedData": {"error": {"code": 8, "message": self.s.qr_failure}}}
+            failure = self.s.qr_zone_failure.get(g["z"]) or self.s.qr_failure
+            if g["z"] in self.s.qr_zone_failure and state != "CREATING":  # refused before it reaches the queue
+                state = "ACTIVE"
+            if g["z"] in self.s.qr_zone_hold and steps.index(state) > steps.index("WAITING_FOR_RESOURCES"):
+                state = "WAITING_FOR_RESOURCES"
+            if state == "ACTIVE" and failure:
+                qr["state"] = {"state": "FAILED", "failedData": {"error": {"code": 8, "message": failure}}}
             elif state == "ACTIVE":
                 qr["state"] = {"state": "ACTIVE", "activeData": {}}
                 spec = qr["tpu"]["nodeSpec"][0]
@@ -336,6 +377,15 @@ class _App:
         name = f"projects/{g['p']}/zones/{g['z']}/instances/{body['name']}"
         if name in self.s.instances:
             return _error(already_exists())
+        refusal = self.s.vm_zone_refusal.get(g["z"])
+        if isinstance(refusal, Failure):
+            return _error(refusal)
+        if refusal is not None:  # the operation runs, then fails; no instance is left
+            op = self._cop(f"projects/{g['p']}/zones/{g['z']}", name, "insert")
+            self.s.operations[op["name"]] = {**op, "status": "DONE", "progress": 100, "httpErrorStatusCode": 503,
+                                             "httpErrorMessage": "SERVICE UNAVAILABLE",
+                                             "error": {"errors": [refusal]}}
+            return op
         vm = dict(body)
         vm.update(status="PROVISIONING", id="4242", selfLink=name)
         self.s.instances[name] = vm
@@ -377,6 +427,8 @@ class _App:
         return self._cop(f"projects/{g['p']}/zones/{g['z']}", name, g["verb"])
 
     def cop_get(self, g, q, body):
+        if g["op"] in self.s.operations:
+            return self.s.operations[g["op"]]
         return {"kind": "compute#operation", "name": g["op"], "status": "DONE", "progress": 100}
 
     def fw_insert(self, g, q, body):

@@ -56,7 +56,12 @@ def render_plan(plan) -> None:
     for w in plan.warnings:
         c.print(styled("[yellow]warning:[/] {}", w))
     if plan.fit:
-        c.print(f"fit: {plan.fit}")
+        c.print(f"fit: {plan.fit}", markup=False)
+    if plan.zones:
+        c.print(styled("[bold]Zone order[/] (apply tries each until one has capacity; the requests below are for "
+                       "the first, the others differ only in the location):"))
+        for n, z in enumerate(plan.zones, 1):
+            c.print(f"  {n}. {z.location}  {z.why}", markup=False)
     for n, req in enumerate(plan.requests, 1):
         c.print(styled("\n[bold]{}. {} {}[/]  [dim]{}[/]", n, req.http_method, req.url, req.method), soft_wrap=True)
         if req.why:
@@ -87,6 +92,18 @@ def render_status(st) -> None:
         c.print(f"  condition {cond.type}: {cond.state}" + (f" — {cond.message}" if cond.message else ""), markup=False)
 
 
+def render_zoned(r) -> None:
+    c = console()
+    for a in r.attempts:
+        colour = {"ready": "green", "waiting": "yellow", "pending": "yellow"}.get(a.outcome, "red")
+        c.print(styled("  {} [" + colour + "]{}[/] {}", a.location, a.outcome, a.detail), soft_wrap=True)
+        for name in a.cleaned:
+            c.print(styled("    [dim]deleted {}[/]", name))
+    if r.status is not None:
+        render_status(r.status)
+    c.print(r.detail, markup=False, soft_wrap=True)
+
+
 def deploy(
     profile: Annotated[str, typer.Argument(help="Deployment profile (see `inferctl profiles list`).")],
     apply: Annotated[bool, typer.Option("--apply", help="Create the resources (default: plan only).")] = False,
@@ -94,12 +111,19 @@ def deploy(
     project: ProjectOpt = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until ready / ACTIVE.")] = True,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for readiness.")] = 3600.0,
+    zones: Annotated[str | None, typer.Option(
+        "--zones", show_default=False,
+        help="'auto' (locations with the accelerator and quota, from `capacity`) or Z1,Z2,... (regions for Cloud "
+             "Run): apply tries them in order, moving on after a stockout or quota error.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print the deployment plan (API requests + equivalent gcloud); --apply creates it and waits until ready."""
-    from inferctl.ops.deploy import apply_deployment, plan_deployment
+    from inferctl.ops.deploy import apply_deployment, apply_in_zones, plan_deployment, plan_zoned_deployment
 
-    plan = run(lambda: plan_deployment(profile, project=project))
+    if zones is not None:
+        plan = run(lambda: plan_zoned_deployment(profile, zones, project=project))
+    else:
+        plan = run(lambda: plan_deployment(profile, project=project))
     if not apply:
         emit(plan, as_json, render_plan)
         if not as_json:
@@ -108,6 +132,12 @@ def deploy(
     if not as_json:
         render_plan(plan)
     confirm(f"Create {plan.resource_name} (this costs money)?", yes)
+    if zones is not None:
+        zoned = run(lambda: apply_in_zones(plan, project=project, progress=_progress(), wait=wait, timeout=timeout))
+        emit(zoned, as_json, render_zoned)
+        if zoned.location is None or (zoned.status and zoned.status.phase == "failed"):
+            raise typer.Exit(1)
+        return
     status = run(lambda: apply_deployment(plan, project=project, progress=_progress(), wait=wait, timeout=timeout))
     emit(status, as_json, render_status)
     if status.phase == "failed":

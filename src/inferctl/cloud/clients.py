@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from inferctl.cloud.errors import CloudError, translate
+from inferctl.cloud.errors import CloudError, is_stockout, translate
 
 T = TypeVar("T")
 
@@ -153,6 +153,8 @@ class CloudContext:
         def transient(exc: BaseException) -> bool:
             if isinstance(exc, gexc.TooManyRequests):  # 429 is also how quota errors arrive: never retry those
                 return "quota" not in str(exc).lower() and getattr(exc, "reason", None) != "QUOTA_EXCEEDED"
+            if is_stockout(str(exc)):  # a 503 ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: another zone, not a retry
+                return False
             return isinstance(exc, (gexc.InternalServerError, gexc.BadGateway, gexc.ServiceUnavailable,
                                     gexc.GatewayTimeout))
 

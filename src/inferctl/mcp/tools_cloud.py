@@ -24,6 +24,7 @@ from inferctl.cloud.status import DeploymentStatus
 from inferctl.cloud.storage import ArtifactList
 from inferctl.mcp.adapt import fmt, guard, in_thread, result
 from inferctl.mcp.policy import ToolSpec, can_ask, cannot_ask
+from inferctl.ops.deploy import ZonedDeployResult
 from inferctl.ops.lifecycle import ChangeResult
 from inferctl.ops.profiles import ProfileDetail
 
@@ -178,6 +179,7 @@ class DeployResult(BaseModel):
     dry_run: bool
     plan: DeployPlan
     status: DeploymentStatus | None = Field(default=None, description="After applying (None for a dry run).")
+    zoned: ZonedDeployResult | None = Field(default=None, description="With zones: what each location said.")
 
 
 @guard()
@@ -186,24 +188,37 @@ async def deploy(
     profile: ProfileArg,
     dry_run: DryRunArg = True,
     project: ProjectArg = None,
+    zones: Annotated[str | None, Field(max_length=300, pattern=r"^(auto|[a-z0-9-]+(,[a-z0-9-]+)*)$", description=(
+        "'auto' (locations offering the accelerator with quota left, from find_capacity) or 'Z1,Z2' (regions for "
+        "Cloud Run): tried in order, moving on after a stockout or quota error."))] = None,
     *,
     confirmation: Annotated[ElicitationResult[Confirm], Resolve(confirm_deploy)],
 ) -> Annotated[CallToolResult, DeployResult]:
     """Deploy a profile to Google Cloud (Cloud Run GPU, GCE GPU VM or TPU VM). dry_run=True (default) returns
-    the exact API requests and equivalent gcloud commands; dry_run=False sends exactly those, after the user
-    confirms, and returns without waiting for readiness: poll describe_deployment until phase is ready.
+    the exact API requests and equivalent gcloud commands (with zones: the zone order and why); dry_run=False
+    sends exactly those, after the user confirms, and returns without waiting for readiness: poll
+    describe_deployment until phase is ready.
     """
-    from inferctl.ops.deploy import apply_deployment, plan_deployment
+    from inferctl.ops.deploy import apply_deployment, apply_in_zones, plan_deployment, plan_zoned_deployment
 
-    plan = await in_thread(lambda: plan_deployment(profile, project=project))
+    if zones:
+        plan = await plan_zoned_deployment(profile, zones, project=project)
+    else:
+        plan = await in_thread(lambda: plan_deployment(profile, project=project))
     if dry_run:
         out = DeployResult(dry_run=True, plan=plan)
         steps = "\n".join(f"{i}. {r.http_method} {r.method} {r.resource_id or ''} - {r.why}"
                           for i, r in enumerate(plan.requests, 1))
+        order = "".join(f"\nzone {i}: {z.location} - {z.why}" for i, z in enumerate(plan.zones, 1))
         return result(out, f"**Dry run** for {plan.resource_name} in {plan.project}; nothing was created.\n{steps}"
-                      + "".join(f"\nwarning: {w}" for w in plan.warnings) + "\nCall deploy(dry_run=false) to apply.")
+                      + order + "".join(f"\nwarning: {w}" for w in plan.warnings)
+                      + "\nCall deploy(dry_run=false) to apply.")
     ctx.mcp_server.policy.require("write", "deploy")
     _confirmed(confirmation)
+    if zones:
+        zoned = await apply_in_zones(plan, project=project, wait=False)
+        return result(DeployResult(dry_run=False, plan=plan, status=zoned.status, zoned=zoned),
+                      f"**Applied**: {zoned.detail}")
     st = await apply_deployment(plan, project=project, wait=False)
     return result(DeployResult(dry_run=False, plan=plan, status=st),
                   f"**Applied** {plan.resource_name}: {st.phase}; poll describe_deployment('{profile}') until ready.")

@@ -59,10 +59,22 @@ def _refuse_unowned(st: DeploymentStatus, profile: Profile, force: bool, verb: s
 
 async def _extras(ctx: CloudContext, profile: Profile, st: DeploymentStatus) -> tuple[list[str], list[str]]:
     """What deploy recorded on the resource, split into (ours and present: delete them, kept: with why)."""
+    return await _split_recorded(ctx, profile, st.created_with)
+
+
+async def delete_recorded(ctx: CloudContext, profile: Profile, names: list[str]) -> list[str]:
+    """Delete those of ``names`` (secrets, firewall rules) that still say they are this profile's; returns them."""
+    delete, _kept = await _split_recorded(ctx, profile, names)
+    for name in delete:
+        await _delete_extra(ctx, name)
+    return delete
+
+
+async def _split_recorded(ctx: CloudContext, profile: Profile, names: list[str]) -> tuple[list[str], list[str]]:
     from inferctl.cloud import gce, secrets
 
     delete, kept = [], []
-    for name in st.created_with:
+    for name in names:
         parts = name.split("/")
         if len(parts) == 4 and parts[0] == "projects" and parts[2] == "secrets":
             found = await secrets.get_secret(ctx, name)
