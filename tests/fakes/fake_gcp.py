@@ -136,7 +136,9 @@ class GcpState:
     qr_zone_hold: set[str] = field(default_factory=set)  # zones whose queue never moves past WAITING_FOR_RESOURCES
     run_region_refusal: dict[str, Failure] = field(default_factory=dict)  # region -> services.create refused
     operations: dict[str, dict] = field(default_factory=dict)  # Compute operations that finished with an error
+    tpu_stop_refusal: Failure | None = None  # nodes.stop / start answered with this error
     counter: itertools.count = field(default_factory=lambda: itertools.count(1))
+    now: str = "2026-11-20T10:00:00.000-08:00"  # creation / start times the fake stamps (Compute's RFC 3339 form)
 
     def sent(self, key: str) -> list[Recorded]:
         return [r for r in self.requests if r.key == key]
@@ -170,6 +172,7 @@ class _App:
         r("POST", rf"/v2/{p}/locations/(?P<l>[^/]+)/services", "run.services.create", self.run_create)
         r("GET", rf"/v2/{p}/locations/(?P<l>[^/]+)/services/(?P<id>[^/:]+)", "run.services.get", self.run_get)
         r("PATCH", rf"/v2/{p}/locations/(?P<l>[^/]+)/services/(?P<id>[^/:]+)", "run.services.patch", self.run_patch)
+        r("GET", rf"/v2/{p}/locations/(?P<l>[^/]+)/services", "run.services.list", self.run_list)
         r("DELETE", rf"/v2/{p}/locations/(?P<l>[^/]+)/services/(?P<id>[^/:]+)", "run.services.delete",
           self.run_delete)
         # Cloud TPU v2
@@ -180,6 +183,10 @@ class _App:
         r("DELETE", rf"/v2/{p}/locations/(?P<z>[^/]+)/queuedResources/(?P<id>[^/:]+)", "tpu.queuedResources.delete",
           self.qr_delete)
         r("GET", rf"/v2/{p}/locations/(?P<z>[^/]+)/nodes/(?P<id>[^/:]+)", "tpu.nodes.get", self.node_get)
+        r("GET", rf"/v2/{p}/locations/(?P<z>[^/]+)/queuedResources", "tpu.queuedResources.list", self.qr_list)
+        r("GET", rf"/v2/{p}/locations/(?P<z>[^/]+)/nodes", "tpu.nodes.list", self.node_list)
+        r("POST", rf"/v2/{p}/locations/(?P<z>[^/]+)/nodes/(?P<id>[^/:]+):(?P<verb>stop|start)", "tpu.nodes.action",
+          self.node_action)
         r("GET", rf"/v2/{p}/locations/(?P<z>[^/]+)/acceleratorTypes", "tpu.acceleratorTypes.list", self.tpu_types)
         r("GET", rf"/v2/{p}/locations/(?P<l>[^/]+)/operations/(?P<op>[^/]+)", "operations.get", self.lro_get)
         # Compute v1
@@ -198,6 +205,8 @@ class _App:
         r("DELETE", rf"{c}/global/firewalls/(?P<id>[^/]+)", "compute.firewalls.delete", self.fw_delete)
         r("GET", rf"{c}/global/firewalls/(?P<id>[^/]+)", "compute.firewalls.get", self.fw_get)
         r("GET", rf"{c}/regions/(?P<r>[^/]+)", "compute.regions.get", self.region_get)
+        r("GET", rf"{c}/regions", "compute.regions.list", self.region_list)
+        r("GET", rf"{c}/aggregated/instances", "compute.instances.aggregatedList", self.vm_aggregated)
         r("GET", rf"{c}/aggregated/acceleratorTypes", "compute.acceleratorTypes.aggregatedList", self.gpu_types)
         # Secret Manager v1
         r("POST", rf"/v1/{p}/secrets", "secretmanager.secrets.create", self.secret_create)
@@ -297,6 +306,10 @@ class _App:
         svc["generation"] = str(int(svc["generation"]) + 1)
         return self._lro(f"projects/{g['p']}/locations/{g['l']}", name, "update")
 
+    def run_list(self, g, q, body):
+        prefix = f"projects/{g['p']}/locations/{g['l']}/services/"
+        return {"services": [svc for name, svc in self.s.services.items() if name.startswith(prefix)]}
+
     def run_delete(self, g, q, body):
         name = f"projects/{g['p']}/locations/{g['l']}/services/{g['id']}"
         if self.s.services.pop(name, None) is None:
@@ -368,6 +381,25 @@ class _App:
             self.s.nodes.pop(f"{spec['parent']}/nodes/{spec['nodeId']}", None)
         return self._lro(f"projects/{g['p']}/locations/{g['z']}", name, "delete")
 
+    def qr_list(self, g, q, body):
+        prefix = f"projects/{g['p']}/locations/{g['z']}/queuedResources/"
+        return {"queuedResources": [qr for name, qr in self.s.queued.items() if name.startswith(prefix)]}
+
+    def node_list(self, g, q, body):
+        prefix = f"projects/{g['p']}/locations/{g['z']}/nodes/"
+        return {"nodes": [n for name, n in self.s.nodes.items() if name.startswith(prefix)]}
+
+    def node_action(self, g, q, body):
+        """nodes.stop / nodes.start; a node a queued resource created is refused as ``tpu_stop_refusal`` says."""
+        name = f"projects/{g['p']}/locations/{g['z']}/nodes/{g['id']}"
+        node = self.s.nodes.get(name)
+        if node is None:
+            return _not_found(name)
+        if self.s.tpu_stop_refusal is not None:
+            return _error(self.s.tpu_stop_refusal)
+        node["state"] = "STOPPED" if g["verb"] == "stop" else "READY"
+        return self._lro(f"projects/{g['p']}/locations/{g['z']}", name, g["verb"])
+
     def node_get(self, g, q, body):
         name = f"projects/{g['p']}/locations/{g['z']}/nodes/{g['id']}"
         return self.s.nodes.get(name) or _not_found(name)
@@ -387,7 +419,8 @@ class _App:
                                              "error": {"errors": [refusal]}}
             return op
         vm = dict(body)
-        vm.update(status="PROVISIONING", id="4242", selfLink=name)
+        vm.update(status="PROVISIONING", id="4242", selfLink=name, creationTimestamp=self.s.now,
+                  lastStartTimestamp=self.s.now)
         self.s.instances[name] = vm
         self.s.instance_polls[name] = 0
         return self._cop(f"projects/{g['p']}/zones/{g['z']}", name, "insert")
@@ -420,8 +453,10 @@ class _App:
             return _not_found(name)
         if g["verb"] == "stop":
             vm["status"] = "TERMINATED"
+            vm["lastStopTimestamp"] = self.s.now
         elif g["verb"] == "start":
             vm["status"] = "RUNNING"
+            vm["lastStartTimestamp"] = self.s.now
         else:
             vm["machineType"] = body["machineType"]
         return self._cop(f"projects/{g['p']}/zones/{g['z']}", name, g["verb"])
@@ -448,6 +483,19 @@ class _App:
         name = f"projects/{g['p']}/global/firewalls/{g['id']}"
         fw = self.s.firewalls.get(name)
         return {**fw, "kind": "compute#firewall", "selfLink": name} if fw is not None else _not_found(name)
+
+    def region_list(self, g, q, body):
+        names = sorted({z.rsplit("-", 1)[0] for z in [*self.s.gpu_zones, *self.s.tpu_zones]} | set(self.s.region_quotas)
+                       | {n.split("/")[3] for n in self.s.services})
+        return {"kind": "compute#regionList", "items": [{"kind": "compute#region", "name": n, "status": "UP"}
+                                                         for n in names]}
+
+    def vm_aggregated(self, g, q, body):
+        items: dict[str, dict] = {}
+        for name, vm in self.s.instances.items():
+            if name.startswith(f"projects/{g['p']}/"):
+                items.setdefault(f"zones/{name.split('/')[3]}", {"instances": []})["instances"].append(vm)
+        return {"kind": "compute#instanceAggregatedList", "items": items}
 
     def region_get(self, g, q, body):
         return {"kind": "compute#region", "name": g["r"], "status": "UP",

@@ -195,6 +195,58 @@ def describe(
     emit(run(lambda: describe_deployment(profile, project=project)), as_json, render_status)
 
 
+def render_deployments(d) -> None:
+    from rich.table import Table
+
+    c = console()
+    t = Table(title=f"Accelerator resources in project {d.project}" + (" (managed and unmanaged)"
+                                                                        if d.unmanaged_included else ""))
+    for col in ("kind", "name", "location", "state", "accelerator", "age", "$/h", "month so far", "inferctl"):
+        t.add_column(col)
+
+    def money(v, digits=2):
+        return "?" if v is None else f"{v:,.{digits}f}"
+
+    for row in d.rows:
+        r = row.resource
+        acc = f"{r.accelerator_count}x {r.accelerator}" if r.accelerator_count else (r.accelerator or "")
+        age = "" if row.age_hours is None else (f"{row.age_hours / 24:.1f} d" if row.age_hours >= 48
+                                                else f"{row.age_hours:.1f} h")
+        owner = f"yes ({r.profile})" if r.managed else "NO (not touched)"
+        t.add_row(r.kind, r.name.rsplit("/", 1)[-1], r.location, r.state or "", acc, age,
+                  money(row.usd_per_hour, 4), money(row.month_to_date_usd), owner)
+    c.print(t)
+    for row in d.rows:
+        c.print(styled("  [dim]{}: {}[/]", row.resource.name.rsplit("/", 1)[-1], row.cost_basis))
+    c.print(styled("[bold]{} running[/], ${} per hour now, about ${} so far this month (known prices).",
+                   d.running, f"{d.usd_per_hour_now:,.2f}", f"{d.month_to_date_usd:,.2f}"))
+    for p in d.problems:
+        c.print(styled("[yellow]could not list:[/] {}", p))
+    for n in d.notes:
+        c.print(styled("[dim]{}[/]", n))
+
+
+def deployments(
+    all_regions: Annotated[bool, typer.Option("--all-regions", help="Every region and zone (default: the GPU "
+                                              "regions and your profiles' zones; GCE is always every zone).")] = False,
+    unmanaged: Annotated[bool, typer.Option("--unmanaged", help="Also list accelerator resources inferctl did not "
+                                            "create (shown, never touched).")] = False,
+    exit_code: Annotated[bool, typer.Option("--exit-code", help="Exit 3 when anything listed is running (its "
+                                            "accelerators billed): for a cron job that warns about forgotten "
+                                            "GPUs.")] = False,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Everything you pay for: inferctl's Cloud Run GPU services, GPU VMs and TPUs, with state, age, the catalog's
+    hourly price and the cost so far this month. Read-only."""
+    from inferctl.ops.deployments import list_deployments
+
+    d = run(lambda: list_deployments(project=project, all_regions=all_regions, unmanaged=unmanaged))
+    emit(d, as_json, render_deployments)
+    if exit_code and d.running:
+        raise typer.Exit(3)
+
+
 def register(app: typer.Typer) -> None:
-    for fn in (deploy, destroy, scale, describe):
+    for fn in (deploy, destroy, scale, describe, deployments):
         app.command()(fn)

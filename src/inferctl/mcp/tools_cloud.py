@@ -25,6 +25,7 @@ from inferctl.cloud.storage import ArtifactList
 from inferctl.mcp.adapt import fmt, guard, in_thread, result
 from inferctl.mcp.policy import ToolSpec, can_ask, cannot_ask
 from inferctl.ops.deploy import ZonedDeployResult
+from inferctl.ops.deployments import DeploymentList
 from inferctl.ops.lifecycle import ChangeResult
 from inferctl.ops.profiles import ProfileDetail
 
@@ -129,28 +130,54 @@ async def list_artifacts(
 
 
 class DeploymentOverview(BaseModel):
-    """A profile, its validation, its live state, and (on request) the exact deployment plan."""
+    """A profile, its validation, its live state, and (on request) the exact deployment plan; without a profile,
+    every accelerator resource in the project with its cost."""
 
-    detail: ProfileDetail
+    detail: ProfileDetail | None = Field(default=None, description="The profile (None when listing).")
     status: DeploymentStatus | None = Field(default=None, description="Live state in Google Cloud.")
     status_problem: str | None = Field(default=None, description="Why the live state could not be read.")
     plan: DeployPlan | None = Field(default=None, description="The API requests deploy would send.")
+    deployments: DeploymentList | None = Field(default=None, description="Without a profile: everything with an "
+                                               "accelerator, its hourly price and cost so far this month.")
 
 
 @guard()
 async def describe_deployment(
-    profile: ProfileArg,
+    profile: Annotated[str | None, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                                         description="Deployment profile name. Leave out to list every "
+                                         "accelerator resource in the project (`inferctl deployments`).")] = None,
     include_plan: Annotated[bool, Field(description="Also return the exact API requests deploy would send.")] = False,
+    all_regions: Annotated[bool, Field(description="Listing: every region and zone (slower).")] = False,
+    unmanaged: Annotated[bool, Field(description="Listing: also resources inferctl did not create (shown, never "
+                                     "touched).")] = False,
     project: ProjectArg = None,
 ) -> Annotated[CallToolResult, DeploymentOverview]:
     """A deployment profile (model, accelerator, vLLM command line, validation) and its live state in Google
     Cloud: phase, URL, revision, instances, and whether inferctl created it. With include_plan, the dry run
-    of deploy. Use for "show the Cloud Run status"; get_status(target=profile) then checks the endpoint.
+    of deploy. Without a profile: everything you pay for - every Cloud Run GPU service, GPU VM and TPU inferctl
+    created (with unmanaged, the others too), state, age, catalog price per hour and cost so far this month.
+    Use for "show the Cloud Run status" or "what GPUs are still running?"; get_status(target=profile) then
+    checks the endpoint.
     """
     from inferctl.errors import InferctlError
     from inferctl.ops.lifecycle import describe_deployment as describe
     from inferctl.ops.profiles import show_profile
 
+    if profile is None:
+        if include_plan:
+            raise ToolError("include_plan needs a profile.")
+        from inferctl.ops.deployments import list_deployments
+
+        d = await list_deployments(project=project, all_regions=all_regions, unmanaged=unmanaged)
+        lines = [f"**{d.running} running** in {d.project}: ${d.usd_per_hour_now:,.2f}/h now, about "
+                 f"${d.month_to_date_usd:,.2f} so far this month"]
+        for row in d.rows[:40]:
+            r = row.resource
+            lines.append(f"- {r.kind} {r.name.rsplit('/', 1)[-1]} ({r.location}) {r.state or '-'} {r.accelerator or ''}"
+                         f" ${fmt(row.usd_per_hour, '', 4)}/h, month ${fmt(row.month_to_date_usd, '', 2)}"
+                         f"{'' if r.managed else ' NOT created by inferctl (not touched)'}")
+        lines += [f"could not list: {p}" for p in d.problems] + [f"note: {n}" for n in d.notes]
+        return result(DeploymentOverview(deployments=d), "\n".join(lines))
     detail = await in_thread(lambda: show_profile(profile))
     out = DeploymentOverview(detail=detail)
     try:
