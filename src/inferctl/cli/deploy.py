@@ -184,6 +184,44 @@ def scale(
     emit(result, as_json, lambda r: console().print(r.detail, markup=False))
 
 
+def _power(action: str, profile: str, yes: bool, force: bool, project: str | None, dry_run: bool,
+           as_json: bool) -> None:
+    from inferctl.ops.lifecycle import power_deployment
+
+    if not dry_run:
+        confirm(f"{action.capitalize()} the resource of profile {profile}?", yes)
+    result = run(lambda: power_deployment(profile, action, project=project, force=force, dry_run=dry_run))
+    emit(result, as_json, lambda r: console().print(r.detail, markup=False, soft_wrap=True))
+
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Say what would change; change nothing.")]
+
+
+def stop(
+    profile: Annotated[str, typer.Argument(help="Deployment profile to stop.")],
+    yes: YesOpt = False,
+    force: ForceOpt = False,
+    project: ProjectOpt = None,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop paying without destroying: stop the VM (its disk and cached weights stay) or TPU node, or set a Cloud
+    Run service's minimum instances to 0. `inferctl start` undoes it."""
+    _power("stop", profile, yes, force, project, dry_run, as_json)
+
+
+def start(
+    profile: Annotated[str, typer.Argument(help="Deployment profile to start.")],
+    yes: YesOpt = False,
+    force: ForceOpt = False,
+    project: ProjectOpt = None,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a stopped VM or TPU node again, or restore a Cloud Run service's minimum instances from the profile."""
+    _power("start", profile, yes, force, project, dry_run, as_json)
+
+
 def describe(
     profile: Annotated[str, typer.Argument(help="Deployment profile.")],
     project: ProjectOpt = None,
@@ -248,5 +286,5 @@ def deployments(
 
 
 def register(app: typer.Typer) -> None:
-    for fn in (deploy, destroy, scale, describe, deployments):
+    for fn in (deploy, destroy, scale, stop, start, describe, deployments):
         app.command()(fn)

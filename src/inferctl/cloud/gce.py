@@ -229,3 +229,12 @@ def operation_error(op: Any) -> tuple[int | None, str]:
     if not message and not code:
         return None, ""
     return code, message
+
+
+async def power(ctx: CloudContext, profile: Profile, action: str) -> None:
+    """``instances.stop`` / ``instances.start`` of this one VM, waiting for the operation."""
+    client = ctx.instances()
+    fn = client.stop if action == "stop" else client.start
+    what = f"{action} VM {profile.resource_id}"
+    await wait_op(ctx, await ctx.call(fn, what, project=profile.project, zone=profile.location,
+                                      instance=profile.resource_id), what)

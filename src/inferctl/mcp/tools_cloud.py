@@ -59,9 +59,13 @@ async def confirm_deploy(ctx: Context, profile: str, dry_run: bool = True) -> Co
 
 async def confirm_scale(ctx: Context, profile: str, dry_run: bool = True, min_instances: int | None = None,
                         max_instances: int | None = None, machine_type: str | None = None,
-                        force: bool = False) -> Confirm | Elicit[Confirm]:
+                        force: bool = False, power: str | None = None) -> Confirm | Elicit[Confirm]:
     if dry_run:
         return Confirm(confirm=True)
+    if power:
+        return await _ask(ctx, f"{power.capitalize()} the Google Cloud resource of profile '{profile}'"
+                               + (" even if inferctl did not create it" if force else "")
+                               + ("? The server goes away until started again." if power == "stop" else "?"))
     change = ", ".join(f"{k}={v}" for k, v in (("min_instances", min_instances), ("max_instances", max_instances),
                                                ("machine_type", machine_type)) if v is not None)
     return await _ask(ctx, f"Scale profile '{profile}' ({change})? A machine-type change restarts the VM"
@@ -262,16 +266,27 @@ async def scale_deployment(
     dry_run: DryRunArg = True,
     force: Annotated[bool, Field(description="Act on a resource inferctl did not create.")] = False,
     project: ProjectArg = None,
+    power: Annotated[Literal["stop", "start"] | None, Field(description=(
+        "stop: stop paying without destroying (VM / TPU node stopped, its disk kept; Cloud Run min instances 0); "
+        "start: undo it. Not combined with the other changes."))] = None,
     *,
     confirmation: Annotated[ElicitationResult[Confirm], Resolve(confirm_scale)],
 ) -> Annotated[CallToolResult, ChangeResult]:
-    """Scale a deployed profile: Cloud Run min/max instances, or a GCE VM's machine type. TPUs cannot be
-    resized in place. dry_run=True (default) shows the current state and the change; False applies it after
-    the user confirms.
+    """Scale a deployed profile: Cloud Run min/max instances, or a GCE VM's machine type (TPUs cannot be
+    resized in place); or power='stop' / 'start' it (`inferctl stop` / `start`). dry_run=True (default) shows
+    the current state and the change; False applies it after the user confirms.
     """
-    from inferctl.ops.lifecycle import describe_deployment
+    from inferctl.ops.lifecycle import describe_deployment, power_deployment
     from inferctl.ops.lifecycle import scale_deployment as op
 
+    if power:
+        if min_instances is not None or max_instances is not None or machine_type is not None:
+            raise ToolError("power (stop / start) is not combined with min_instances, max_instances or machine_type.")
+        if not dry_run:
+            ctx.mcp_server.policy.require("destructive", "scale_deployment")
+            _confirmed(confirmation)
+        r = await power_deployment(profile, power, project=project, force=force, dry_run=dry_run)
+        return result(r, r.detail)
     if dry_run:
         st = await describe_deployment(profile, project=project)
         change = ", ".join(f"{k} {v}" for k, v in (("min", min_instances), ("max", max_instances),
