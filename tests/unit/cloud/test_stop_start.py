@@ -50,7 +50,8 @@ def test_vm_stop_start_round_trip_keeps_the_vm_and_its_disk(gcp, fast_poll):
 
 def test_stop_refuses_what_inferctl_did_not_create(gcp):
     gcp.state.instances[VM] = {"name": "gce-g2-48-31b", "status": "RUNNING", "labels": {"team": "x"},
-                               "networkInterfaces": [{}], "machineType": "zones/us-central1-a/machineTypes/g2-standard-48"}
+                               "networkInterfaces": [{}],
+                               "machineType": "zones/us-central1-a/machineTypes/g2-standard-48"}
     gcp.state.instance_polls[VM] = 0
     with pytest.raises(NotManaged, match="not created by inferctl"):
         asyncio.run(power_deployment("gce-g2-48-31b", "stop"))
