@@ -25,7 +25,7 @@ from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes.fake_vllm import ServerThread
@@ -130,6 +130,8 @@ class GcpState:
     gpu_zones: dict[str, list[str]] = field(default_factory=dict)  # zone -> compute accelerator types
     tpu_zones: dict[str, list[str]] = field(default_factory=dict)  # zone -> TPU accelerator types
     blobs: dict[str, list[dict]] = field(default_factory=dict)
+    blob_data: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (bucket, object) -> uploaded bytes
+    uploads: dict[str, dict] = field(default_factory=dict)  # resumable upload sessions
     # capacity per location: zone -> Failure (insert refused at once) or {"code", "message"} (operation error)
     vm_zone_refusal: dict[str, Any] = field(default_factory=dict)
     qr_zone_failure: dict[str, str] = field(default_factory=dict)  # zone -> FAILED message instead of ACTIVE
@@ -221,12 +223,18 @@ class _App:
           self.quota_list)
         r("POST", r"/v2/entries:list", "logging.entries.list", self.log_list)
         r("GET", r"/storage/v1/b/(?P<b>[^/]+)/o", "storage.objects.list", self.blob_list)
+        r("GET", r"/storage/v1/b/(?P<b>[^/]+)/o/(?P<o>.+)", "storage.objects.get", self.blob_get)
+        r("GET", r"/download/storage/v1/b/(?P<b>[^/]+)/o/(?P<o>.+)", "storage.objects.download", self.blob_media)
+        r("POST", r"/upload/storage/v1/b/(?P<b>[^/]+)/o", "storage.objects.insert", self.blob_upload)
+        r("PUT", r"/upload/storage/v1/b/(?P<b>[^/]+)/o", "storage.objects.upload", self.blob_chunk)
 
     def route(self, method: str, pattern: str, key: str, fn: Any) -> None:
         self.routes.append((method, re.compile(pattern + "$"), key, fn))
 
     async def __call__(self, request: Request) -> JSONResponse:
-        raw = (await request.body()).decode()
+        data = await request.body()
+        self._bytes, self._headers, self._base = data, request.headers, str(request.base_url).rstrip("/")
+        raw = data.decode(errors="replace")
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -242,7 +250,7 @@ class _App:
                     fail.times -= 1
                     return _error(fail)
                 out = fn(m.groupdict(), query, body)
-                return out if isinstance(out, JSONResponse) else JSONResponse(out)
+                return out if isinstance(out, Response) else JSONResponse(out)
         self.s.requests.append(Recorded(request.method, path, query, body, raw, "unknown"))
         return _not_found(path)
 
@@ -550,6 +558,56 @@ class _App:
         if (body or {}).get("orderBy", "").endswith("desc"):
             entries = entries[::-1]
         return {"entries": entries[:size]}
+
+    # objects: metadata, media, multipart and resumable uploads (what google-cloud-storage sends)
+    def _put_object(self, bucket: str, name: str, data: bytes) -> dict:
+        items = self.s.blobs.setdefault(bucket, [])
+        items[:] = [b for b in items if b["name"] != name]
+        import hashlib
+
+        import google_crc32c  # comes with google-cloud-storage; the client checks crc32c after an upload
+
+        obj = {"kind": "storage#object", "bucket": bucket, "name": name, "size": str(len(data)),
+               "updated": "2026-11-20T18:00:00.000Z", "generation": str(next(self.s.counter)),
+               "crc32c": base64.b64encode(google_crc32c.value(data).to_bytes(4, "big")).decode(),
+               "md5Hash": base64.b64encode(hashlib.md5(data).digest()).decode()}
+        items.append(obj)
+        self.s.blob_data[(bucket, name)] = data
+        return obj
+
+    def blob_get(self, g, q, body):
+        found = next((b for b in self.s.blobs.get(g["b"], []) if b["name"] == g["o"]), None)
+        return found or _not_found(f"{g['b']}/{g['o']}")
+
+    def blob_media(self, g, q, body):
+        data = self.s.blob_data.get((g["b"], g["o"]))
+        return Response(data, media_type="application/octet-stream") if data is not None else \
+            _not_found(f"{g['b']}/{g['o']}")
+
+    def blob_upload(self, g, q, body):
+        if q.get("uploadType") == "resumable":
+            meta = body if isinstance(body, dict) else {}
+            upload_id = f"up-{next(self.s.counter)}"
+            self.s.uploads[upload_id] = {"bucket": g["b"], "name": meta.get("name") or q.get("name"), "data": b""}
+            return JSONResponse({}, headers={"Location": f"{self._base}/upload/storage/v1/b/{g['b']}/o?"
+                                                         f"uploadType=resumable&upload_id={upload_id}"})
+        # multipart/related: a JSON part, then the media part
+        boundary = self._headers.get("content-type", "").split("boundary=")[-1].strip('"').encode()
+        parts = [p for p in self._bytes.split(b"--" + boundary) if p.strip() not in (b"", b"--")]
+        meta = json.loads(parts[0].split(b"\r\n\r\n", 1)[1].strip())
+        media = parts[1].split(b"\r\n\r\n", 1)[1]
+        return self._put_object(g["b"], meta.get("name") or q.get("name"), media.removesuffix(b"\r\n"))
+
+    def blob_chunk(self, g, q, body):
+        up = self.s.uploads.get(q.get("upload_id", ""))
+        if up is None:
+            return _not_found("upload")
+        up["data"] += self._bytes
+        m = re.match(r"bytes (\d+)-(\d+)/(\d+|\*)", self._headers.get("content-range", ""))
+        total = m.group(3) if m else "*"
+        if total != "*" and len(up["data"]) >= int(total):
+            return self._put_object(up["bucket"], up["name"], up["data"])
+        return Response(status_code=308, headers={"Range": f"bytes=0-{len(up['data']) - 1}"})
 
     def blob_list(self, g, q, body):
         prefix = q.get("prefix", "")
