@@ -139,6 +139,9 @@ class GcpState:
     run_region_refusal: dict[str, Failure] = field(default_factory=dict)  # region -> services.create refused
     operations: dict[str, dict] = field(default_factory=dict)  # Compute operations that finished with an error
     tpu_stop_refusal: Failure | None = None  # nodes.stop / start answered with this error
+    jobs: dict[str, dict] = field(default_factory=dict)
+    executions: dict[str, dict] = field(default_factory=dict)
+    job_runner: Any = None  # callable(job, env) run by jobs.run; an exception fails the execution
     counter: itertools.count = field(default_factory=lambda: itertools.count(1))
     now: str = "2026-11-20T10:00:00.000-08:00"  # creation / start times the fake stamps (Compute's RFC 3339 form)
 
@@ -175,6 +178,11 @@ class _App:
         r("GET", rf"/v2/{p}/locations/(?P<l>[^/]+)/services/(?P<id>[^/:]+)", "run.services.get", self.run_get)
         r("PATCH", rf"/v2/{p}/locations/(?P<l>[^/]+)/services/(?P<id>[^/:]+)", "run.services.patch", self.run_patch)
         r("GET", rf"/v2/{p}/locations/(?P<l>[^/]+)/services", "run.services.list", self.run_list)
+        r("POST", rf"/v2/{p}/locations/(?P<l>[^/]+)/jobs", "run.jobs.create", self.job_create)
+        r("GET", rf"/v2/{p}/locations/(?P<l>[^/]+)/jobs/(?P<id>[^/:]+)", "run.jobs.get", self.job_get)
+        r("POST", rf"/v2/{p}/locations/(?P<l>[^/]+)/jobs/(?P<id>[^/:]+):run", "run.jobs.run", self.job_run)
+        r("GET", rf"/v2/{p}/locations/(?P<l>[^/]+)/jobs/(?P<id>[^/:]+)/executions/(?P<e>[^/:]+)",
+          "run.executions.get", self.execution_get)
         r("DELETE", rf"/v2/{p}/locations/(?P<l>[^/]+)/services/(?P<id>[^/:]+)", "run.services.delete",
           self.run_delete)
         # Cloud TPU v2
@@ -317,6 +325,63 @@ class _App:
     def run_list(self, g, q, body):
         prefix = f"projects/{g['p']}/locations/{g['l']}/services/"
         return {"services": [svc for name, svc in self.s.services.items() if name.startswith(prefix)]}
+
+    # Cloud Run Jobs: an execution runs ``state.job_runner(job, env)`` in a thread (env with secret references
+    # resolved from the fake Secret Manager, as Cloud Run does server-side); it fails when the runner raises.
+    def job_create(self, g, q, body):
+        name = f"projects/{g['p']}/locations/{g['l']}/jobs/{q['jobId']}"
+        if name in self.s.jobs:
+            return _error(already_exists())
+        self.s.jobs[name] = {**(body or {}), "name": name, "createTime": "2026-11-20T10:00:00Z", "generation": "1"}
+        return self._lro(f"projects/{g['p']}/locations/{g['l']}", name, "create")
+
+    def job_get(self, g, q, body):
+        name = f"projects/{g['p']}/locations/{g['l']}/jobs/{g['id']}"
+        return self.s.jobs.get(name) or _not_found(name)
+
+    def _env(self, job: dict) -> dict[str, str]:
+        env = {}
+        for var in job["template"]["template"]["containers"][0].get("env", []):
+            ref = (var.get("valueSource") or {}).get("secretKeyRef")
+            if ref:
+                value = self.s.secret_value(ref["secret"])
+                if value is None:
+                    raise RuntimeError(f"secret {ref['secret']} not found")
+                env[var["name"]] = value.decode()
+            else:
+                env[var["name"]] = var.get("value", "")
+        return env
+
+    def job_run(self, g, q, body):
+        import threading
+
+        name = f"projects/{g['p']}/locations/{g['l']}/jobs/{g['id']}"
+        job = self.s.jobs.get(name)
+        if job is None:
+            return _not_found(name)
+        ex_name = f"{name}/executions/{g['id']}-{next(self.s.counter):05d}"
+        execution = {"name": ex_name, "job": g["id"], "taskCount": 1, "runningCount": 1,
+                     "createTime": "2026-11-20T10:00:00Z"}
+        self.s.executions[ex_name] = execution
+
+        def work() -> None:
+            try:
+                if self.s.job_runner is not None:
+                    self.s.job_runner(job, self._env(job))
+                execution.update(runningCount=0, succeededCount=1, completionTime="2026-11-20T10:05:00Z")
+            except Exception as exc:
+                execution.update(runningCount=0, failedCount=1, completionTime="2026-11-20T10:05:00Z",
+                                 conditions=[{"type": "Completed", "state": "CONDITION_FAILED",
+                                              "message": f"Task {g['id']}-0 failed: {type(exc).__name__}"}])
+
+        threading.Thread(target=work, daemon=True).start()
+        op = self._lro(f"projects/{g['p']}/locations/{g['l']}", name, "run")
+        op["metadata"] = {"@type": "type.googleapis.com/google.cloud.run.v2.Execution", "name": ex_name}
+        return op
+
+    def execution_get(self, g, q, body):
+        name = f"projects/{g['p']}/locations/{g['l']}/jobs/{g['id']}/executions/{g['e']}"
+        return self.s.executions.get(name) or _not_found(name)
 
     def run_delete(self, g, q, body):
         name = f"projects/{g['p']}/locations/{g['l']}/services/{g['id']}"

@@ -69,6 +69,16 @@ class CloudContext:
 
         return self._gapic("Cloud Run", run_v2.ServicesClient)
 
+    def jobs(self) -> Any:
+        from google.cloud import run_v2
+
+        return self._gapic("Cloud Run jobs", run_v2.JobsClient)
+
+    def executions(self) -> Any:
+        from google.cloud import run_v2
+
+        return self._gapic("Cloud Run executions", run_v2.ExecutionsClient)
+
     def tpu(self) -> Any:
         from google.cloud import tpu_v2
 

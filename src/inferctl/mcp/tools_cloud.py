@@ -259,6 +259,9 @@ async def deploy(
 async def scale_deployment(
     ctx: Context,
     profile: ProfileArg,
+    power: Annotated[Literal["stop", "start"] | None, Field(description=(
+        "stop: stop paying without destroying (VM / TPU node stopped, its disk kept; Cloud Run min instances 0); "
+        "start: undo it. Not combined with the other changes."))] = None,
     min_instances: Annotated[int | None, Field(ge=0, le=100, description="Cloud Run minimum instances.")] = None,
     max_instances: Annotated[int | None, Field(ge=1, le=100, description="Cloud Run maximum instances.")] = None,
     machine_type: Annotated[str | None, Field(max_length=60, pattern=r"^[a-z0-9-]+$",
@@ -266,9 +269,6 @@ async def scale_deployment(
     dry_run: DryRunArg = True,
     force: Annotated[bool, Field(description="Act on a resource inferctl did not create.")] = False,
     project: ProjectArg = None,
-    power: Annotated[Literal["stop", "start"] | None, Field(description=(
-        "stop: stop paying without destroying (VM / TPU node stopped, its disk kept; Cloud Run min instances 0); "
-        "start: undo it. Not combined with the other changes."))] = None,
     *,
     confirmation: Annotated[ElicitationResult[Confirm], Resolve(confirm_scale)],
 ) -> Annotated[CallToolResult, ChangeResult]:
