@@ -133,12 +133,14 @@ def deploy(
         render_plan(plan)
     confirm(f"Create {plan.resource_name} (this costs money)?", yes)
     if zones is not None:
-        zoned = run(lambda: apply_in_zones(plan, project=project, progress=progress_printer(), wait=wait, timeout=timeout))
+        zoned = run(lambda: apply_in_zones(plan, project=project, progress=progress_printer(), wait=wait,
+                                           timeout=timeout))
         emit(zoned, as_json, render_zoned)
         if zoned.location is None or (zoned.status and zoned.status.phase == "failed"):
             raise typer.Exit(1)
         return
-    status = run(lambda: apply_deployment(plan, project=project, progress=progress_printer(), wait=wait, timeout=timeout))
+    status = run(lambda: apply_deployment(plan, project=project, progress=progress_printer(), wait=wait,
+                                          timeout=timeout))
     emit(status, as_json, render_status)
     if status.phase == "failed":
         raise typer.Exit(1)
