@@ -42,7 +42,8 @@ PANELS = {
     "Observe any endpoint": ["status", "health", "models", "metrics", "memory", "query", "logs", "remediate"],
     "Benchmark and report": ["bench", "runs", "report", "compare", "cost", "import"],
     "Plan before you spend": ["plan", "simulate", "calibrate", "sim"],
-    "Google Cloud": ["profiles", "deploy", "describe", "scale", "destroy", "capacity", "secrets", "artifacts"],
+    "Google Cloud": ["profiles", "deploy", "describe", "deployments", "scale", "stop", "start", "destroy", "capacity",
+                     "secrets", "artifacts"],
     "Agents": ["mcp"],
 }
 

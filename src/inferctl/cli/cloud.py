@@ -6,6 +6,7 @@ import sys
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from inferctl.cli.common import JsonOpt, console, emit, fail, run, styled
 from inferctl.cli.deploy import ProjectOpt
@@ -63,6 +64,22 @@ def capacity(
     emit(report, as_json, render)
 
 
+class _DefaultList(TyperGroup):
+    """`artifacts [BUCKET]` lists (as before); `artifacts stage MODEL ...` stages: a first word that is not a
+    subcommand goes to `list`."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+artifacts_app = typer.Typer(cls=_DefaultList, no_args_is_help=False,
+                            help="Model files in Cloud Storage (`artifacts [BUCKET]`), and staging Hugging Face "
+                                 "weights into a bucket (`artifacts stage`).")
+
+
+@artifacts_app.command("list")
 def artifacts(
     bucket: Annotated[str | None, typer.Argument(help="Bucket (or gs://bucket/prefix); default: a profile's.",
                                                  show_default=False)] = None,
@@ -84,11 +101,15 @@ def artifacts(
         c = console()
         if r.models:
             t = Table(title=f"Model folders in gs://{r.bucket}")
-            for col in ("path", "files", "weights", "size"):
+            for col in ("path", "files", "weights", "size", "staged"):
                 t.add_column(col)
             for m in r.models:
-                t.add_row(m.path, str(m.files), str(m.weights), _gb(m.size_bytes))
+                staged = "" if not m.staged else ("complete" if m.complete else "INCOMPLETE")
+                t.add_row(m.path, str(m.files), str(m.weights), _gb(m.size_bytes), staged)
             c.print(keep_whole(t, ["path"]))
+            for m in r.models:
+                for problem in m.problems[:10]:
+                    c.print(styled("[yellow]{}:[/] {}", m.path, problem))
         t = Table(title=f"Objects in gs://{r.bucket}/{r.prefix or ''}")
         t.add_column("name")
         t.add_column("size", justify="right")
@@ -99,6 +120,84 @@ def artifacts(
             c.print(styled("[yellow]More objects exist; raise --limit or narrow --prefix.[/]"))
 
     emit(result, as_json, render)
+
+
+def render_stage_plan(plan) -> None:
+    import json
+
+    from rich.syntax import Syntax
+
+    from inferctl.cloud.staging import PROGRAM_ENV
+
+    c = console()
+    c.print(styled("[bold]Stage {}@{}[/] into gs://{}/{} (project {}, {})", plan.model, plan.revision, plan.bucket,
+                   plan.prefix, plan.project, plan.region))
+    for n, req in enumerate(plan.requests, 1):
+        c.print(styled("\n[bold]{}. {} {}[/]  [dim]{}[/]", n, req.http_method, req.url, req.method), soft_wrap=True)
+        c.print(f"   {req.why}", markup=False)
+        body = json.loads(json.dumps(req.body))
+        for container in ((body.get("template") or {}).get("template") or {}).get("containers") or []:
+            for var in container.get("env") or []:
+                if var.get("name") == PROGRAM_ENV:  # shown in full by --json; here, what it is
+                    var["value"] = f"<the text of inferctl/cloud/hf_copy.py, {len(var['value'])} characters>"
+        c.print(Syntax(json.dumps(body, indent=2), "json", word_wrap=True, background_color="default"))
+    c.print(styled("\n[bold]Equivalent gcloud commands[/] (for reference; inferctl does not run them):"))
+    for line in plan.gcloud:
+        c.print(line, soft_wrap=True, markup=False)
+    for note in plan.notes:
+        c.print(styled("[dim]{}[/]", note))
+    c.print(styled("\n[bold]Profile setting[/] that serves the staged folder:"))
+    c.print(plan.profile_setting, markup=False)
+
+
+@artifacts_app.command("stage")
+def stage(
+    model: Annotated[str, typer.Argument(help="Hugging Face repository id, e.g. google/gemma-4-12b-it.")],
+    bucket: Annotated[str, typer.Option("--bucket", help="gs://BUCKET[/PREFIX] (default prefix: the repo id).")],
+    apply: Annotated[bool, typer.Option("--apply", help="Create and run the job (default: plan only).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    region: Annotated[str, typer.Option(help="Region the Cloud Run Job runs in.")] = "us-central1",
+    revision: Annotated[str, typer.Option(help="Branch, tag or commit of the repository.")] = "main",
+    secret: Annotated[str, typer.Option(help="Secret Manager secret with the HF token ('' for a public "
+                                             "model).")] = "hf-token",
+    service_account: Annotated[str | None, typer.Option("--service-account", show_default=False,
+                                                        help="The job's service account.")] = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Plan (and with --apply run) a Cloud Run Job in your project that copies a Hugging Face repository into
+    Cloud Storage, then check the folder and print the profile setting that mounts it. No weights pass through
+    this machine; the HF token stays in Secret Manager."""
+    from inferctl.cli.deploy import confirm, progress_printer
+    from inferctl.ops.staging import apply_staging, plan_staging
+
+    plan = run(lambda: plan_staging(model, bucket, region=region, revision=revision, token_secret=secret,
+                                    service_account=service_account, project=project))
+    if not apply:
+        emit(plan, as_json, render_stage_plan)
+        if not as_json:
+            console().print(styled("\n[bold]Nothing was created.[/] Run again with --apply to stage it."))
+        return
+    if not as_json:
+        render_stage_plan(plan)
+    confirm(f"Create and run {plan.job_name} (it uses Cloud Run and writes to gs://{plan.bucket})?", yes)
+    result = run(lambda: apply_staging(plan, progress=progress_printer()))
+
+    def render(r) -> None:
+        c = console()
+        ok = r.check.complete
+        c.print(styled("[" + ("green" if ok else "red") + "]{}[/] gs://{}/{}: {} files, {}",
+                       "complete" if ok else "INCOMPLETE", r.check.bucket, r.check.prefix, r.check.files,
+                       _gb(r.check.size_bytes)))
+        for problem in r.check.problems:
+            c.print(styled("  [yellow]{}[/]", problem))
+        if ok:
+            c.print(styled("\n[bold]Profile setting:[/]"))
+            c.print(r.plan.profile_setting, markup=False)
+
+    emit(result, as_json, render)
+    if not result.check.complete:
+        raise typer.Exit(1)
 
 
 @secrets_app.command("set-hf-token")
@@ -198,6 +297,6 @@ def profiles_new(
 
 def register(app: typer.Typer) -> None:
     app.command()(capacity)
-    app.command()(artifacts)
+    app.add_typer(artifacts_app, name="artifacts")
     app.add_typer(secrets_app, name="secrets")
     app.add_typer(profiles_app, name="profiles")

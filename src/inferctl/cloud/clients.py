@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from inferctl.cloud.errors import CloudError, translate
+from inferctl.cloud.errors import CloudError, is_stockout, translate
 
 T = TypeVar("T")
 
@@ -68,6 +68,16 @@ class CloudContext:
         from google.cloud import run_v2
 
         return self._gapic("Cloud Run", run_v2.ServicesClient)
+
+    def jobs(self) -> Any:
+        from google.cloud import run_v2
+
+        return self._gapic("Cloud Run jobs", run_v2.JobsClient)
+
+    def executions(self) -> Any:
+        from google.cloud import run_v2
+
+        return self._gapic("Cloud Run executions", run_v2.ExecutionsClient)
 
     def tpu(self) -> Any:
         from google.cloud import tpu_v2
@@ -153,6 +163,8 @@ class CloudContext:
         def transient(exc: BaseException) -> bool:
             if isinstance(exc, gexc.TooManyRequests):  # 429 is also how quota errors arrive: never retry those
                 return "quota" not in str(exc).lower() and getattr(exc, "reason", None) != "QUOTA_EXCEEDED"
+            if is_stockout(str(exc)):  # a 503 ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: another zone, not a retry
+                return False
             return isinstance(exc, (gexc.InternalServerError, gexc.BadGateway, gexc.ServiceUnavailable,
                                     gexc.GatewayTimeout))
 

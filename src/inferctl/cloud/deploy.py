@@ -18,7 +18,15 @@ from typing import Any
 
 from inferctl.cloud import cloudrun, gce, tpu
 from inferctl.cloud.clients import CloudContext
-from inferctl.cloud.errors import AlreadyExists, CloudTimeout, DeployFailed, ZoneExhausted
+from inferctl.cloud.errors import (
+    AlreadyExists,
+    CloudTimeout,
+    DeployFailed,
+    QuotaExceeded,
+    ResourceNotFound,
+    ZoneExhausted,
+    is_stockout,
+)
 from inferctl.cloud.requests import GENERATED, DeployPlan, PlannedRequest
 from inferctl.cloud.status import DeploymentStatus
 from inferctl.errors import ConfigError
@@ -104,11 +112,17 @@ async def execute(ctx: CloudContext, req: PlannedRequest) -> Any:
 
 
 async def apply_plan(ctx: CloudContext, plan: DeployPlan, profile: Profile, *, progress: Progress | None = None,
-                     wait: bool = True, timeout: float = 3600.0, poll: float = 10.0) -> DeploymentStatus:
-    """Send the plan's requests in order, then wait until ready (or failed, with the reason)."""
+                     wait: bool = True, timeout: float = 3600.0, poll: float = 10.0,
+                     created: set[str] | None = None, queued_is_waiting: bool = False) -> DeploymentStatus:
+    """Send the plan's requests in order, then wait until ready (or failed, with the reason).
+
+    ``created`` collects the ids of what this apply created (a multi-zone deploy shares one set across zones,
+    to clean up exactly those); ``queued_is_waiting``: when the wait runs out while a TPU request is still in
+    the queue, it is returned (waiting) instead of raising CloudTimeout.
+    """
     say = progress or (lambda _msg: None)
     profile = profile if profile.project else profile.with_project()
-    created: set[str] = set()
+    created = created if created is not None else set()
     for req in plan.requests:
         if req.only_if_created and req.only_if_created not in created:
             say(f"skip {req.method} {req.resource_id}: it already existed")
@@ -125,7 +139,27 @@ async def apply_plan(ctx: CloudContext, plan: DeployPlan, profile: Profile, *, p
             created.add(req.resource_id)
     if not wait:
         return await describe(ctx, profile)
+    if queued_is_waiting:
+        return await wait_ready(ctx, profile, progress=say, timeout=timeout, poll=poll, queued_is_waiting=True)
     return await wait_ready(ctx, profile, progress=say, timeout=timeout, poll=poll)
+
+
+QUEUED_STATES = ("ACCEPTED", "WAITING_FOR_RESOURCES")  # in the TPU queue: waiting is not failing
+
+
+async def clean_failed(ctx: CloudContext, profile: Profile) -> str | None:
+    """Delete what a failed deploy left in its location (a FAILED queued resource, a failed Cloud Run service),
+    only when it carries this profile's labels. Returns the deleted resource's name, or None."""
+    from inferctl.cloud.ownership import owned_by
+
+    st = await describe(ctx, profile)
+    if not st.exists or not owned_by(st.labels, profile):
+        return None
+    try:
+        await platform_module(profile).delete(ctx, profile)
+    except ResourceNotFound:
+        return None
+    return st.resource_name
 
 
 async def describe(ctx: CloudContext, profile: Profile) -> DeploymentStatus:
@@ -140,8 +174,11 @@ async def describe(ctx: CloudContext, profile: Profile) -> DeploymentStatus:
 
 
 async def wait_ready(ctx: CloudContext, profile: Profile, *, progress: Progress | None = None,
-                     timeout: float = 3600.0, poll: float = 10.0) -> DeploymentStatus:
-    """Poll until ready; a failed state raises DeployFailed (ZoneExhausted for TPU stockouts)."""
+                     timeout: float = 3600.0, poll: float = 10.0, queued_is_waiting: bool = False) -> DeploymentStatus:
+    """Poll until ready; a failed state raises DeployFailed (ZoneExhausted for TPU stockouts).
+
+    ``queued_is_waiting``: when the time runs out while a TPU queued resource is still in the queue (ACCEPTED /
+    WAITING_FOR_RESOURCES), return it, so a multi-zone deploy reports it waiting instead of trying elsewhere."""
     import anyio
 
     say = progress or (lambda _msg: None)
@@ -158,11 +195,16 @@ async def wait_ready(ctx: CloudContext, profile: Profile, *, progress: Progress 
         if st.phase == "failed" or (st.phase == "stopped" and profile.platform == "tpu"):
             reason = st.reason or "no reason given"
             low = reason.lower()
-            if profile.platform == "tpu" and ("capacity" in low or "resources" in low or "exhausted" in low):
+            if is_stockout(reason) or (profile.platform == "tpu" and ("capacity" in low or "resources" in low
+                                                                       or "exhausted" in low)):
                 raise ZoneExhausted(f"{profile.location} has no {profile.accelerator} capacity ({reason}); try "
                                     "another zone from `inferctl capacity` or a longer valid_until_s.")
+            if "quota" in low:
+                raise QuotaExceeded(f"{st.resource_name} failed for quota in {profile.location}: {reason}")
             raise DeployFailed(f"{st.resource_name} failed: {reason}")
         if time.monotonic() >= deadline:
+            if queued_is_waiting and st.state in QUEUED_STATES:
+                return st
             raise CloudTimeout(f"{st.resource_name} is still {st.state or st.phase} after {timeout:.0f}s; check its "
                                f"state and logs (CLI: `inferctl describe {profile.name}`, `inferctl logs --target "
                                f"{profile.name}`).")

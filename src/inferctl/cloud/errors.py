@@ -67,6 +67,12 @@ _ZONE_WORDS = ("ZONE_RESOURCE_POOL_EXHAUSTED", "does not have enough resources",
                "insufficient capacity", "stockout", "resource pool exhausted")
 
 
+def is_stockout(message: str) -> bool:
+    """Whether a Google message says the zone is out of capacity (docs/cloud.md lists the messages and sources)."""
+    low = message.lower()
+    return any(w.lower() in low for w in _ZONE_WORDS)
+
+
 def _first_line(text: str) -> str:
     text = " ".join(str(text).split())
     return text[:300]
@@ -83,7 +89,7 @@ def classify(code: int | None, message: str, reason: str = "", *, what: str = "t
             service = found[0] if found else "the API"
         return ApiNotEnabled(f"{service} is not enabled in this project; enable it in the console "
                              f"(APIs & Services) and retry {what}.")
-    if any(w.lower() in low for w in _ZONE_WORDS):
+    if is_stockout(msg):
         return ZoneExhausted(f"The zone has no capacity for {what} right now ({msg}); try another zone "
                              "(`inferctl capacity`) or retry later.")
     if code == 429 or reason in ("RATE_LIMIT_EXCEEDED", "QUOTA_EXCEEDED") or "quota" in low:

@@ -211,8 +211,33 @@ async def wait_op(ctx: CloudContext, op: Any, what: str, *, timeout: float = 900
             op = await ctx.call(ctx.zone_operations().get, what, project=ctx.project, zone=zone, operation=op.name)
         else:
             op = await ctx.call(ctx.global_operations().get, what, project=ctx.project, operation=op.name)
-    message = getattr(op, "error_message", None) or ""
-    if getattr(op, "error_code", None) or message:
+    code, message = operation_error(op)
+    if code or message:
         from inferctl.cloud.errors import classify
 
-        raise classify(getattr(op, "http_error_status_code", None) or None, message or "operation failed", what=what)
+        raise classify(code, message or "operation failed", what=what)
+
+
+def operation_error(op: Any) -> tuple[int | None, str]:
+    """(HTTP status, "CODE: message; ...") of a finished Compute operation, or (None, "") when it succeeded.
+
+    Both shapes carry it: the ``ExtendedOperation`` ``insert`` returns and the plain ``Operation`` that
+    ``zoneOperations.get`` returns (whose ``error.errors`` hold e.g. ``ZONE_RESOURCE_POOL_EXHAUSTED``).
+    """
+    raw = getattr(op, "_extended_operation", op)
+    errors = list(getattr(getattr(raw, "error", None), "errors", None) or [])
+    parts = [f"{e.code}: {e.message}" if e.code else e.message for e in errors]
+    message = "; ".join(p for p in parts if p) or (getattr(raw, "http_error_message", "") or "")
+    code = getattr(raw, "http_error_status_code", None) or None
+    if not message and not code:
+        return None, ""
+    return code, message
+
+
+async def power(ctx: CloudContext, profile: Profile, action: str) -> None:
+    """``instances.stop`` / ``instances.start`` of this one VM, waiting for the operation."""
+    client = ctx.instances()
+    fn = client.stop if action == "stop" else client.start
+    what = f"{action} VM {profile.resource_id}"
+    await wait_op(ctx, await ctx.call(fn, what, project=profile.project, zone=profile.location,
+                                      instance=profile.resource_id), what)

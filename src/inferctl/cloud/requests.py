@@ -55,6 +55,14 @@ class PlannedRequest(BaseModel):
         return _HOSTS[self.api] + quote(self.path, safe="/:") + suffix
 
 
+class ZoneChoice(BaseModel):
+    """One location a multi-zone deploy (``--zones``) would try (cloud/zones.py)."""
+
+    location: str = Field(description="Zone (GCE, TPU) or region (Cloud Run).")
+    why: str = Field(description="Why it is in the list, at this place.")
+    quota_available: float | None = Field(default=None, description="Quota left there (None: unknown).")
+
+
 class DeployPlan(BaseModel):
     """Everything ``inferctl deploy PROFILE`` would do, in order, and nothing else."""
 
@@ -67,6 +75,8 @@ class DeployPlan(BaseModel):
     gcloud: list[str] = Field(description="Equivalent gcloud commands, for people who know them (never run).")
     warnings: list[str] = Field(default_factory=list, description="Things to know before applying.")
     fit: str | None = Field(default=None, description="The planner's verdict, when available.")
+    zones: list[ZoneChoice] = Field(default_factory=list, description="--zones: the locations apply tries, in "
+                                    "order; the requests are shown for the first, the others differ only in it.")
 
 
 def gcloud_command(*parts: str) -> str:

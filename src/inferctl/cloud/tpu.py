@@ -152,6 +152,10 @@ def status(profile: Profile, qr: dict[str, Any] | None, node: dict[str, Any] | N
         url = url or (f"http://{external}:{profile.port}" if external else None)
         internal = internal or (f"http://{ep['ipAddress']}:{profile.port}" if ep.get("ipAddress") else None)
     reason = failure_reason(qr) if phase == "failed" else STATE_DESCRIPTIONS.get(state)
+    node_state = (node or {}).get("state")
+    if phase == "ready" and node_state in ("STOPPED", "STOPPING", "STARTING"):
+        phase = "stopped" if node_state != "STARTING" else "pending"
+        reason = f"the node is {node_state} (inferctl start / stop)"
     return DeploymentStatus(**base, exists=True, phase=phase, state=state, reason=reason, url=url,
                             internal_url=internal, accelerator=spec_node.get("acceleratorType"),
                             labels=labels, managed=is_managed(labels),
@@ -168,3 +172,23 @@ async def delete(ctx: CloudContext, profile: Profile) -> None:
     client = ctx.tpu()
     await ctx.call(client.delete_queued_resource, f"delete queued resource {profile.resource_id}",
                    request=tpu_v2.DeleteQueuedResourceRequest(name=qr_name(profile), force=True))
+
+
+async def power(ctx: CloudContext, profile: Profile, action: str) -> None:
+    """``nodes.stop`` / ``nodes.start`` of this profile's node. A refusal becomes a sentence naming destroy."""
+    from google.cloud import tpu_v2
+
+    from inferctl.cloud.errors import CloudError, ResourceNotFound
+
+    client = ctx.tpu()
+    name = f"{parent(profile)}/nodes/{node_id(profile)}"
+    req = tpu_v2.StopNodeRequest(name=name) if action == "stop" else tpu_v2.StartNodeRequest(name=name)
+    fn = client.stop_node if action == "stop" else client.start_node
+    try:
+        await ctx.call(fn, f"{action} TPU node {node_id(profile)}", request=req)
+    except ResourceNotFound:
+        raise
+    except CloudError as exc:
+        raise CloudError(f"Cloud TPU would not {action} {node_id(profile)} ({exc}). Not every TPU can be stopped "
+                         f"(queued-resource and multi-host slices may not); `inferctl destroy {profile.name}` stops "
+                         "the bill, and the next deploy downloads the weights again.") from None

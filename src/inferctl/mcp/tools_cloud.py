@@ -24,6 +24,8 @@ from inferctl.cloud.status import DeploymentStatus
 from inferctl.cloud.storage import ArtifactList
 from inferctl.mcp.adapt import fmt, guard, in_thread, result
 from inferctl.mcp.policy import ToolSpec, can_ask, cannot_ask
+from inferctl.ops.deploy import ZonedDeployResult
+from inferctl.ops.deployments import DeploymentList
 from inferctl.ops.lifecycle import ChangeResult
 from inferctl.ops.profiles import ProfileDetail
 
@@ -57,9 +59,13 @@ async def confirm_deploy(ctx: Context, profile: str, dry_run: bool = True) -> Co
 
 async def confirm_scale(ctx: Context, profile: str, dry_run: bool = True, min_instances: int | None = None,
                         max_instances: int | None = None, machine_type: str | None = None,
-                        force: bool = False) -> Confirm | Elicit[Confirm]:
+                        force: bool = False, power: str | None = None) -> Confirm | Elicit[Confirm]:
     if dry_run:
         return Confirm(confirm=True)
+    if power:
+        return await _ask(ctx, f"{power.capitalize()} the Google Cloud resource of profile '{profile}'"
+                               + (" even if inferctl did not create it" if force else "")
+                               + ("? The server goes away until started again." if power == "stop" else "?"))
     change = ", ".join(f"{k}={v}" for k, v in (("min_instances", min_instances), ("max_instances", max_instances),
                                                ("machine_type", machine_type)) if v is not None)
     return await _ask(ctx, f"Scale profile '{profile}' ({change})? A machine-type change restarts the VM"
@@ -128,28 +134,54 @@ async def list_artifacts(
 
 
 class DeploymentOverview(BaseModel):
-    """A profile, its validation, its live state, and (on request) the exact deployment plan."""
+    """A profile, its validation, its live state, and (on request) the exact deployment plan; without a profile,
+    every accelerator resource in the project with its cost."""
 
-    detail: ProfileDetail
+    detail: ProfileDetail | None = Field(default=None, description="The profile (None when listing).")
     status: DeploymentStatus | None = Field(default=None, description="Live state in Google Cloud.")
     status_problem: str | None = Field(default=None, description="Why the live state could not be read.")
     plan: DeployPlan | None = Field(default=None, description="The API requests deploy would send.")
+    deployments: DeploymentList | None = Field(default=None, description="Without a profile: everything with an "
+                                               "accelerator, its hourly price and cost so far this month.")
 
 
 @guard()
 async def describe_deployment(
-    profile: ProfileArg,
+    profile: Annotated[str | None, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                                         description="Deployment profile name. Leave out to list every "
+                                         "accelerator resource in the project (`inferctl deployments`).")] = None,
     include_plan: Annotated[bool, Field(description="Also return the exact API requests deploy would send.")] = False,
+    all_regions: Annotated[bool, Field(description="Listing: every region and zone (slower).")] = False,
+    unmanaged: Annotated[bool, Field(description="Listing: also resources inferctl did not create (shown, never "
+                                     "touched).")] = False,
     project: ProjectArg = None,
 ) -> Annotated[CallToolResult, DeploymentOverview]:
     """A deployment profile (model, accelerator, vLLM command line, validation) and its live state in Google
     Cloud: phase, URL, revision, instances, and whether inferctl created it. With include_plan, the dry run
-    of deploy. Use for "show the Cloud Run status"; get_status(target=profile) then checks the endpoint.
+    of deploy. Without a profile: everything you pay for - every Cloud Run GPU service, GPU VM and TPU inferctl
+    created (with unmanaged, the others too), state, age, catalog price per hour and cost so far this month.
+    Use for "show the Cloud Run status" or "what GPUs are still running?"; get_status(target=profile) then
+    checks the endpoint.
     """
     from inferctl.errors import InferctlError
     from inferctl.ops.lifecycle import describe_deployment as describe
     from inferctl.ops.profiles import show_profile
 
+    if profile is None:
+        if include_plan:
+            raise ToolError("include_plan needs a profile.")
+        from inferctl.ops.deployments import list_deployments
+
+        d = await list_deployments(project=project, all_regions=all_regions, unmanaged=unmanaged)
+        lines = [f"**{d.running} running** in {d.project}: ${d.usd_per_hour_now:,.2f}/h now, about "
+                 f"${d.month_to_date_usd:,.2f} so far this month"]
+        for row in d.rows[:40]:
+            r = row.resource
+            lines.append(f"- {r.kind} {r.name.rsplit('/', 1)[-1]} ({r.location}) {r.state or '-'} {r.accelerator or ''}"
+                         f" ${fmt(row.usd_per_hour, '', 4)}/h, month ${fmt(row.month_to_date_usd, '', 2)}"
+                         f"{'' if r.managed else ' NOT created by inferctl (not touched)'}")
+        lines += [f"could not list: {p}" for p in d.problems] + [f"note: {n}" for n in d.notes]
+        return result(DeploymentOverview(deployments=d), "\n".join(lines))
     detail = await in_thread(lambda: show_profile(profile))
     out = DeploymentOverview(detail=detail)
     try:
@@ -178,6 +210,7 @@ class DeployResult(BaseModel):
     dry_run: bool
     plan: DeployPlan
     status: DeploymentStatus | None = Field(default=None, description="After applying (None for a dry run).")
+    zoned: ZonedDeployResult | None = Field(default=None, description="With zones: what each location said.")
 
 
 @guard()
@@ -186,24 +219,37 @@ async def deploy(
     profile: ProfileArg,
     dry_run: DryRunArg = True,
     project: ProjectArg = None,
+    zones: Annotated[str | None, Field(max_length=300, pattern=r"^(auto|[a-z0-9-]+(,[a-z0-9-]+)*)$", description=(
+        "'auto' (locations offering the accelerator with quota left, from find_capacity) or 'Z1,Z2' (regions for "
+        "Cloud Run): tried in order, moving on after a stockout or quota error."))] = None,
     *,
     confirmation: Annotated[ElicitationResult[Confirm], Resolve(confirm_deploy)],
 ) -> Annotated[CallToolResult, DeployResult]:
     """Deploy a profile to Google Cloud (Cloud Run GPU, GCE GPU VM or TPU VM). dry_run=True (default) returns
-    the exact API requests and equivalent gcloud commands; dry_run=False sends exactly those, after the user
-    confirms, and returns without waiting for readiness: poll describe_deployment until phase is ready.
+    the exact API requests and equivalent gcloud commands (with zones: the zone order and why); dry_run=False
+    sends exactly those, after the user confirms, and returns without waiting for readiness: poll
+    describe_deployment until phase is ready.
     """
-    from inferctl.ops.deploy import apply_deployment, plan_deployment
+    from inferctl.ops.deploy import apply_deployment, apply_in_zones, plan_deployment, plan_zoned_deployment
 
-    plan = await in_thread(lambda: plan_deployment(profile, project=project))
+    if zones:
+        plan = await plan_zoned_deployment(profile, zones, project=project)
+    else:
+        plan = await in_thread(lambda: plan_deployment(profile, project=project))
     if dry_run:
         out = DeployResult(dry_run=True, plan=plan)
         steps = "\n".join(f"{i}. {r.http_method} {r.method} {r.resource_id or ''} - {r.why}"
                           for i, r in enumerate(plan.requests, 1))
+        order = "".join(f"\nzone {i}: {z.location} - {z.why}" for i, z in enumerate(plan.zones, 1))
         return result(out, f"**Dry run** for {plan.resource_name} in {plan.project}; nothing was created.\n{steps}"
-                      + "".join(f"\nwarning: {w}" for w in plan.warnings) + "\nCall deploy(dry_run=false) to apply.")
+                      + order + "".join(f"\nwarning: {w}" for w in plan.warnings)
+                      + "\nCall deploy(dry_run=false) to apply.")
     ctx.mcp_server.policy.require("write", "deploy")
     _confirmed(confirmation)
+    if zones:
+        zoned = await apply_in_zones(plan, project=project, wait=False)
+        return result(DeployResult(dry_run=False, plan=plan, status=zoned.status, zoned=zoned),
+                      f"**Applied**: {zoned.detail}")
     st = await apply_deployment(plan, project=project, wait=False)
     return result(DeployResult(dry_run=False, plan=plan, status=st),
                   f"**Applied** {plan.resource_name}: {st.phase}; poll describe_deployment('{profile}') until ready.")
@@ -213,6 +259,9 @@ async def deploy(
 async def scale_deployment(
     ctx: Context,
     profile: ProfileArg,
+    power: Annotated[Literal["stop", "start"] | None, Field(description=(
+        "stop: stop paying without destroying (VM / TPU node stopped, its disk kept; Cloud Run min instances 0); "
+        "start: undo it. Not combined with the other changes."))] = None,
     min_instances: Annotated[int | None, Field(ge=0, le=100, description="Cloud Run minimum instances.")] = None,
     max_instances: Annotated[int | None, Field(ge=1, le=100, description="Cloud Run maximum instances.")] = None,
     machine_type: Annotated[str | None, Field(max_length=60, pattern=r"^[a-z0-9-]+$",
@@ -223,13 +272,21 @@ async def scale_deployment(
     *,
     confirmation: Annotated[ElicitationResult[Confirm], Resolve(confirm_scale)],
 ) -> Annotated[CallToolResult, ChangeResult]:
-    """Scale a deployed profile: Cloud Run min/max instances, or a GCE VM's machine type. TPUs cannot be
-    resized in place. dry_run=True (default) shows the current state and the change; False applies it after
-    the user confirms.
+    """Scale a deployed profile: Cloud Run min/max instances, or a GCE VM's machine type (TPUs cannot be
+    resized in place); or power='stop' / 'start' it (`inferctl stop` / `start`). dry_run=True (default) shows
+    the current state and the change; False applies it after the user confirms.
     """
-    from inferctl.ops.lifecycle import describe_deployment
+    from inferctl.ops.lifecycle import describe_deployment, power_deployment
     from inferctl.ops.lifecycle import scale_deployment as op
 
+    if power:
+        if min_instances is not None or max_instances is not None or machine_type is not None:
+            raise ToolError("power (stop / start) is not combined with min_instances, max_instances or machine_type.")
+        if not dry_run:
+            ctx.mcp_server.policy.require("destructive", "scale_deployment")
+            _confirmed(confirmation)
+        r = await power_deployment(profile, power, project=project, force=force, dry_run=dry_run)
+        return result(r, r.detail)
     if dry_run:
         st = await describe_deployment(profile, project=project)
         change = ", ".join(f"{k} {v}" for k, v in (("min", min_instances), ("max", max_instances),

@@ -80,10 +80,22 @@ def _refuse_unowned(st: DeploymentStatus, profile: Profile, force: bool, verb: s
 
 async def _extras(ctx: CloudContext, profile: Profile, st: DeploymentStatus) -> tuple[list[str], list[str]]:
     """What deploy recorded on the resource, split into (ours and present: delete them, kept: with why)."""
+    return await _split_recorded(ctx, profile, st.created_with)
+
+
+async def delete_recorded(ctx: CloudContext, profile: Profile, names: list[str]) -> list[str]:
+    """Delete those of ``names`` (secrets, firewall rules) that still say they are this profile's; returns them."""
+    delete, _kept = await _split_recorded(ctx, profile, names)
+    for name in delete:
+        await _delete_extra(ctx, name)
+    return delete
+
+
+async def _split_recorded(ctx: CloudContext, profile: Profile, names: list[str]) -> tuple[list[str], list[str]]:
     from inferctl.cloud import gce, secrets
 
     delete, kept = [], []
-    for name in st.created_with:
+    for name in names:
         parts = name.split("/")
         if len(parts) == 4 and parts[0] == "projects" and parts[2] == "secrets":
             found = await secrets.get_secret(ctx, name)
@@ -184,4 +196,67 @@ async def scale_deployment(name: str, *, project: str | None = None, min_instanc
         await gce.set_machine_type(ctx, profile, machine_type)
         detail = f"VM machine type is now {machine_type} (it was stopped and started again)."
     return ChangeResult(profile=name, action="scaled", resource_name=st.resource_name, detail=detail,
+                        status=await describe(ctx, profile))
+
+
+async def power_deployment(name: str, action: str, *, project: str | None = None, force: bool = False,
+                           dry_run: bool = False) -> ChangeResult:
+    """``stop`` or ``start`` a deployment without destroying it: stop paying, keep what it has.
+
+    GCE: the VM is stopped / started (the boot disk, with its cached weights, survives; the disk is still
+    billed). TPU: the node is stopped / started through the TPU API where it allows it; a refusal (Google
+    documents no stop for some TPU configurations) comes back as a sentence that names destroy as the way to
+    stop paying. Cloud Run: minimum instances to 0 (stop; it still scales up on a request) and back to the
+    profile's minimum (start). Only resources carrying this profile's labels, unless ``force``.
+    """
+    from inferctl.cloud import cloudrun, gce, tpu
+    from inferctl.cloud.deploy import describe
+
+    if action not in ("stop", "start"):
+        raise ConfigError(f"action must be stop or start (got {action!r}).")
+    profile, ctx = _setup(name, project)
+    st = await describe(ctx, profile)
+    if not st.exists:
+        raise ResourceNotFound(f"{st.resource_name} does not exist; nothing to {action} (deploy it first).")
+    _refuse_unowned(st, profile, force, action)
+    past = "stopped" if action == "stop" else "started"
+    if profile.platform == "cloudrun":
+        target = 0 if action == "stop" else profile.scaling.min_instances
+        if st.min_instances == target:
+            detail = (f"{st.resource_name} already has minimum instances {target}"
+                      + ("; Cloud Run bills it only while it serves requests." if target == 0 else "."))
+            return ChangeResult(profile=name, action="nothing", resource_name=st.resource_name, status=st,
+                                detail=detail)
+        detail = (f"Cloud Run minimum instances {st.min_instances} -> {target}"
+                  + ("; idle instances are no longer billed, and the first request starts one (cold start)."
+                     if action == "stop" else " (the profile's minimum)."))
+        if dry_run:
+            return ChangeResult(profile=name, action="nothing", resource_name=st.resource_name, status=st,
+                                detail=f"Dry run: would set {detail[0].lower()}{detail[1:]}")
+        await cloudrun.scale(ctx, profile, min_instances=target, max_instances=None)
+        return ChangeResult(profile=name, action=past, resource_name=st.resource_name, detail=detail,
+                            status=await describe(ctx, profile))
+    if profile.platform == "tpu" and st.state != "ACTIVE":
+        raise ConfigError(f"{st.resource_name} is {st.state}; only an ACTIVE queued resource has a node to {action}.")
+    already = (action == "stop" and st.phase == "stopped") or (action == "start" and st.phase == "ready")
+    if profile.platform == "tpu":
+        node = await tpu.get_node(ctx, profile)
+        node_state = (node or {}).get("state")
+        already = (action == "stop" and node_state == "STOPPED") or (action == "start" and node_state == "READY")
+    if already:
+        return ChangeResult(profile=name, action="nothing", resource_name=st.resource_name, status=st,
+                            detail=f"{st.resource_name} is already {past}.")
+    what = "VM" if profile.platform == "gce" else "TPU node"
+    keeps = ("its boot disk and cached weights are kept (the disk is still billed)" if profile.platform == "gce"
+             else "the node is kept")
+    if dry_run:
+        return ChangeResult(profile=name, action="nothing", resource_name=st.resource_name, status=st,
+                            detail=f"Dry run: would {action} the {what} {st.resource_name}"
+                                   + (f"; {keeps}." if action == "stop" else "."))
+    if profile.platform == "gce":
+        await gce.power(ctx, profile, action)
+    else:
+        await tpu.power(ctx, profile, action)
+    return ChangeResult(profile=name, action=past, resource_name=st.resource_name,
+                        detail=f"The {what} is {past}" + (f"; {keeps}." if action == "stop" else "."),
                         status=await describe(ctx, profile))

@@ -34,8 +34,8 @@ def fast_poll(monkeypatch):
 
     original = deploy.wait_ready
 
-    async def quick(ctx, profile, *, progress=None, timeout=3600.0, poll=10.0):
-        return await original(ctx, profile, progress=progress, timeout=min(timeout, 20), poll=0.01)
+    async def quick(ctx, profile, *, progress=None, timeout=3600.0, poll=10.0, **kw):
+        return await original(ctx, profile, progress=progress, timeout=min(timeout, 20), poll=0.01, **kw)
 
     monkeypatch.setattr(deploy, "wait_ready", quick)
 

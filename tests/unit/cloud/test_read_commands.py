@@ -96,7 +96,8 @@ def test_artifacts(gcp):
     assert result.exit_code == 0, result.output + (result.stderr or "")
     out = json.loads(result.output)
     assert len(out["artifacts"]) == 4
-    assert out["models"] == [{"path": "google/gemma-4-12b", "files": 3, "size_bytes": 8000001200, "weights": 2}]
+    assert out["models"] == [{"path": "google/gemma-4-12b", "files": 3, "size_bytes": 8000001200, "weights": 2,
+                              "staged": False, "complete": None, "problems": []}]
     assert invoke("artifacts", "weights").exit_code == 0
 
 

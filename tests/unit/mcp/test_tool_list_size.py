@@ -13,8 +13,8 @@ from inferctl.mcp.schemas import compact, compact_output
 pytestmark = pytest.mark.anyio
 
 # bytes; 154 KB before compaction (issue 14.6), 122 KB after; +9 KB plan_serving's fleet (issue 12), +8 KB
-# provenance (issue 11.5)
-BOUND = 140_000
+# provenance (issue 11.5), +7 KB describe_deployment's list of deployments (issue 15)
+BOUND = 148_000
 GOAL = 60_000  # the issue's target: needs shallower output models, not only compact schemas
 
 
