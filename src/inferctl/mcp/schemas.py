@@ -1,4 +1,5 @@
-"""Output schemas as tools/list publishes them: the same validation in fewer bytes (issue 14.6).
+"""Tool schemas as tools/list publishes them: fewer bytes (issue 14.6). Input schemas only lose property titles
+(``compact_input``); output schemas are made shallow, then compact.
 
 pydantic's JSON schemas carry annotations that validate nothing: a ``title`` on every property (its name again,
 capitalised) and ``default`` values (results always carry every field). ``compact`` drops both and writes an
@@ -73,21 +74,29 @@ def shallow(schema: dict[str, Any], depth: int = DEPTH) -> dict[str, Any]:
     return root
 
 
-def compact(schema: Any) -> Any:
-    """``schema`` without annotation keywords, optional fields as type lists."""
+def compact_input(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema with its property titles dropped (the name again); every ``default`` stays (it says
+    what an omitted argument means) and optional arguments keep their ``anyOf`` (some function-calling clients read
+    no type lists). Validation is the same."""
+    out = compact(schema, drop=("title",), nullable=False)
+    return {"title": schema["title"], **out} if "title" in schema else out
+
+
+def compact(schema: Any, drop: tuple[str, ...] = ANNOTATIONS, nullable: bool = True) -> Any:
+    """``schema`` without annotation keywords (``drop``), optional fields as type lists (``nullable``)."""
     if isinstance(schema, list):
-        return [compact(x) for x in schema]
+        return [compact(x, drop, nullable) for x in schema]
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key in ANNOTATIONS:
+        if key in drop:
             continue
         if key in _NAME_MAPS and isinstance(value, dict):
-            out[key] = {name: compact(sub) for name, sub in value.items()}
+            out[key] = {name: compact(sub, drop, nullable) for name, sub in value.items()}
         else:
-            out[key] = compact(value)
-    return _nullable(out)
+            out[key] = compact(value, drop, nullable)
+    return _nullable(out) if nullable else out
 
 
 def _nullable(node: dict[str, Any]) -> dict[str, Any]:

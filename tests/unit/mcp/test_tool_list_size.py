@@ -8,12 +8,13 @@ import jsonschema
 import pytest
 from tests.unit.mcp.conftest import client
 
-from inferctl.mcp.schemas import compact, compact_output, shallow
+from inferctl.mcp.schemas import compact, compact_input, compact_output, shallow
 
 pytestmark = pytest.mark.anyio
 
 # bytes; 154 KB before compaction (issue 14.6), 122 KB after; +9 KB plan_serving's fleet (issue 12), +8 KB
-# provenance (issue 11.5); 139 KB -> 59 KB with shallow output schemas (nested models published as objects)
+# provenance (issue 11.5); 139 KB -> 59 KB with shallow output schemas (nested models published as objects), 57 KB
+# without input property titles
 BOUND = 60_000
 GOAL = 60_000  # the issue's target
 
@@ -130,3 +131,16 @@ def test_shallow_schema_accepts_every_answer_the_full_one_does():
             with pytest.raises(jsonschema.ValidationError):
                 jsonschema.validate(instance, schema)
     jsonschema.validate({"child": {"n": "deep levels are not checked"}, "phase": "a"}, small)
+
+
+def test_compact_input_schema_drops_titles_only():
+    small = compact_input(SCHEMA)
+    assert small["title"] == "Result" and "title" not in small["properties"]["note"]
+    assert small["properties"]["default"]["default"] == 3  # what an omitted argument means stays
+    assert "anyOf" in small["properties"]["note"]  # no type lists in inputs: some function-calling clients lack them
+    assert set(small["properties"]) == set(SCHEMA["properties"])  # a field named "title" stays
+    for instance in VALID:
+        jsonschema.validate(instance, small)
+    for instance in INVALID:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(instance, small)
