@@ -6,15 +6,16 @@ from typing import Annotated
 
 import typer
 
+from inferctl import params as P
 from inferctl.cli.common import JsonOpt, ModelOpt, TargetOpt, TokenEnvOpt, UrlOpt, console, emit, fail, run
+from inferctl.cli.options import option
 
 app = typer.Typer(help="Benchmark a server: a sweep over concurrency × context, or one cell.",
                   no_args_is_help=True)
 
 RunsDirOpt = Annotated[str | None, typer.Option("--runs-dir", help="Where run directories go "
                                                 "(default: $INFERCTL_RUNS_DIR or the data dir's runs/).")]
-RequestsOpt = Annotated[int | None, typer.Option("--requests", "-n", min=1, help="Minimum measured "
-                                                 "requests per cell (default 4 × concurrency, at least 20).")]
+RequestsOpt = option(P.REQUESTS_PER_CELL)
 DurationOpt = Annotated[float | None, typer.Option("--duration", min=0, help="Minimum seconds per cell (with "
                                                    "--requests: both minimums).")]
 WarmupOpt = Annotated[int | None, typer.Option("--warmup", min=0, help="Warm-up requests per cell, not measured "
@@ -22,9 +23,8 @@ WarmupOpt = Annotated[int | None, typer.Option("--warmup", min=0, help="Warm-up 
 OutputOpt = Annotated[int | None, typer.Option("--output-tokens", min=1, help="max_tokens of every request.")]
 NaturalOpt = Annotated[bool, typer.Option("--natural-stop", help="Let the model stop at EOS (default: "
                                           "ignore_eos, exactly --output-tokens).")]
-ApiOpt = Annotated[str, typer.Option("--api", help="chat or completions.")]
-SloOpt = Annotated[list[str] | None, typer.Option("--slo", help="e.g. ttft_p95_ms=500 (repeatable): goodput "
-                                                  "counts requests meeting every SLO.")]
+ApiOpt = option(P.API)
+SloOpt = option(P.SLOS)
 BurstOpt = Annotated[float, typer.Option("--burstiness", help="Open loop: gamma shape (1 = Poisson, <1 burstier).")]
 MaxConcOpt = Annotated[int | None, typer.Option("--max-concurrency", min=1,
                                                 help="Open loop: cap on requests in flight.")]
@@ -84,15 +84,15 @@ def sweep(
     rate: Annotated[str | None, typer.Option("--rate", help="Open loop instead: requests/s per cell, 1,5,10.")] = None,
     max_concurrency: MaxConcOpt = None,
     burstiness: BurstOpt = 1.0,
-    output_tokens: OutputOpt = None,
+    output_tokens: option(P.OUTPUT_TOKENS) = P.OUTPUT_TOKENS.default,
     natural_stop: NaturalOpt = False,
-    api: ApiOpt = "chat",
-    requests: RequestsOpt = None,
+    api: ApiOpt = P.API.default,
+    requests_per_cell: RequestsOpt = P.REQUESTS_PER_CELL.default,
     duration: DurationOpt = None,
     warmup: WarmupOpt = None,
     seed: SeedOpt = 0,
     shared_prefix: PrefixOpt = 0,
-    slo: SloOpt = None,
+    slos: SloOpt = P.SLOS.default,
     error_threshold: ThresholdOpt = 0.5,
     timeout: TimeoutOpt = 600.0,
     workers: WorkersOpt = "auto",
@@ -100,7 +100,7 @@ def sweep(
     extra_body: ExtraBodyOpt = None,
     tokenizer: TokenizerOpt = None,
     runs_dir: RunsDirOpt = None,
-    resume: Annotated[str | None, typer.Option("--resume", help="Complete the missing cells of run RUN.")] = None,
+    resume: option(P.RESUME) = P.RESUME.default,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -111,8 +111,8 @@ def sweep(
 
         return spec_from_flags(preset=preset, concurrency=concurrency, context=context, rate=rate,
                                max_concurrency=max_concurrency, burstiness=burstiness, output_tokens=output_tokens,
-                               natural_stop=natural_stop, api=api, requests=requests, duration=duration,
-                               warmup=warmup, seed=seed, shared_prefix=shared_prefix, slo=slo,
+                               natural_stop=natural_stop, api=api, requests=requests_per_cell, duration=duration,
+                               warmup=warmup, seed=seed, shared_prefix=shared_prefix, slo=slos,
                                error_threshold=error_threshold, timeout=timeout, workers=workers,
                                transport=transport, extra_body=extra_body,
                                tokenizer=tokenizer)
@@ -134,13 +134,13 @@ def run_one(
     burstiness: BurstOpt = 1.0,
     output_tokens: OutputOpt = 128,
     natural_stop: NaturalOpt = False,
-    api: ApiOpt = "chat",
-    requests: RequestsOpt = None,
+    api: ApiOpt = P.API.default,
+    requests_per_cell: RequestsOpt = P.REQUESTS_PER_CELL.default,
     duration: DurationOpt = None,
     warmup: WarmupOpt = None,
     seed: SeedOpt = 0,
     shared_prefix: PrefixOpt = 0,
-    slo: SloOpt = None,
+    slos: SloOpt = P.SLOS.default,
     timeout: TimeoutOpt = 600.0,
     workers: WorkersOpt = "auto",
     transport: TransportOpt = "auto",
@@ -159,8 +159,8 @@ def run_one(
         return spec_from_flags(preset=None, concurrency=conc, context=str(context),
                                rate=None if rate is None else str(rate), max_concurrency=max_concurrency,
                                burstiness=burstiness, output_tokens=output_tokens, natural_stop=natural_stop, api=api,
-                               requests=requests, duration=duration, warmup=warmup, seed=seed,
-                               shared_prefix=shared_prefix, slo=slo, error_threshold=1.0, timeout=timeout,
+                               requests=requests_per_cell, duration=duration, warmup=warmup, seed=seed,
+                               shared_prefix=shared_prefix, slo=slos, error_threshold=1.0, timeout=timeout,
                                workers=workers, transport=transport, extra_body=extra_body,
                                tokenizer=tokenizer)
 

@@ -13,6 +13,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from inferctl import params as P
+from inferctl.cli.options import option
 from inferctl.errors import InferctlError
 
 T = TypeVar("T")
@@ -27,11 +29,7 @@ UrlOpt = Annotated[
     typer.Option("--url", help="Base URL of any OpenAI-compatible vLLM server (overrides --target).",
                  show_default=False),
 ]
-ModelOpt = Annotated[
-    str | None,
-    typer.Option("--model", "-m", help="Served model name (default: the first one served).",
-                 show_default=False),
-]
+ModelOpt = option(P.SERVED_MODEL, show_default=False)
 TokenEnvOpt = Annotated[
     str | None,
     typer.Option("--token-env", help="Environment variable holding a bearer token for --url.",

@@ -7,30 +7,27 @@ from typing import Annotated
 
 import typer
 
+from inferctl import params as P
 from inferctl.cli.common import JsonOpt, console, emit, fail, run, styled
+from inferctl.cli.options import argument, option
 
-ModelArg = Annotated[str | None, typer.Argument(help="Catalog model (gemma-4-12b...), HF id, or a directory with "
-                                                "a config.json. Not needed with --profile.", show_default=False)]
-AccOpt = Annotated[str, typer.Option("--accelerator", "-a", help="l4, rtx-pro-6000, a100-40, a100-80, h100, h200, "
-                                     "tpu-v5e, tpu-v6e, cpu.")]
-CountOpt = Annotated[int, typer.Option("--count", help="Devices in the deployment.", min=1)]
+ModelArg = argument(P.MODEL)
+AccOpt = option(P.ACCELERATOR)
+CountOpt = option(P.COUNT)
 TpOpt = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size (default: --count).", min=1)]
-QuantOpt = Annotated[str, typer.Option("--quant", help="Weight format: bf16, fp8 or w4a16.")]
-KvOpt = Annotated[str, typer.Option("--kv-dtype", help="KV-cache dtype: auto or fp8.")]
-LenOpt = Annotated[int | None, typer.Option("--max-model-len", help="Context length (default: the model's).")]
+QuantOpt = option(P.QUANT)
+KvOpt = option(P.KV_DTYPE)
+LenOpt = option(P.MAX_MODEL_LEN)
 UtilOpt = Annotated[float, typer.Option("--gpu-mem-util", help="--gpu-memory-utilization.")]
 SeqsOpt = Annotated[int | None, typer.Option("--max-num-seqs", help="Default: vLLM's for the device.")]
 BatchOpt = Annotated[int | None, typer.Option("--max-num-batched-tokens", help="Default: vLLM's for the device.")]
 BlockOpt = Annotated[int | None, typer.Option("--block-size", help="KV block size (default 16; CPU 128).")]
 KvGibOpt = Annotated[float | None, typer.Option("--kv-cache-gib", help="KV memory per device, GiB "
                                                 "(--kv-cache-memory-bytes; the CPU engine's KV space).")]
-SpecOpt = Annotated[str | None, typer.Option("--speculative", help="mtp[:N][@a1,a2,..], ngram[:N] or off.")]
-PriceOpt = Annotated[float | None, typer.Option("--price-per-hour", help="USD per device-hour, for cost "
-                                                "per million tokens (default: the price catalog's for the "
-                                                "profile or accelerator).")]
+SpecOpt = option(P.SPECULATIVE)
+PriceOpt = option(P.PRICE_PER_HOUR)
 TextOpt = Annotated[bool, typer.Option("--text-only", help="Do not count vision/audio encoder weights.")]
-ProfileOpt = Annotated[str | None, typer.Option("--profile", help="A deployment profile (inferctl profiles) "
-                                                "instead of the flags above.")]
+ProfileOpt = option(P.PROFILE)
 CalOpt = Annotated[Path | None, typer.Option("--calibration", help="Fitted performance parameters "
                                              "(a file written by `inferctl calibrate`).")]
 
@@ -77,8 +74,8 @@ def plan(
     text_only: TextOpt = False,
     profile: ProfileOpt = None,
     calibration: CalOpt = None,
-    context: Annotated[int, typer.Option("--context", help="Prompt tokens for the speed prediction.")] = 1024,
-    output_tokens: Annotated[int, typer.Option("--output-tokens", help="Output tokens for the prediction.")] = 256,
+    context: option(P.PLAN_CONTEXT) = P.PLAN_CONTEXT.default,
+    output_tokens: option(P.PLAN_OUTPUT_TOKENS) = P.PLAN_OUTPUT_TOKENS.default,
     workload: Annotated[Path | None, typer.Option("--workload", help="A workload TOML file (docs/planner.md, "
                                                   "'Workloads'): search the catalog for the cheapest deployments "
                                                   "that meet it.")] = None,
@@ -143,13 +140,11 @@ def simulate(
     concurrency: Annotated[str | None, typer.Option("--concurrency", "-c", help="1,2,4 or 1..2048.")] = None,
     context: Annotated[str | None, typer.Option("--context", help="Prompt lengths in tokens: 128,1024.")] = None,
     rate: Annotated[str | None, typer.Option("--rate", help="Open loop instead: requests/s per cell.")] = None,
-    output_tokens: Annotated[int | None, typer.Option("--output-tokens", min=1,
-                                                      help="Output tokens per request.")] = None,
-    requests: Annotated[int | None, typer.Option("--requests", "-n", min=1, help="Measured requests per cell "
-                                                 "(default 4 × concurrency, at least 20).")] = None,
+    output_tokens: option(P.OUTPUT_TOKENS) = P.OUTPUT_TOKENS.default,
+    requests_per_cell: option(P.REQUESTS_PER_CELL) = P.REQUESTS_PER_CELL.default,
     warmup: Annotated[int | None, typer.Option("--warmup", min=0, help="Warm-up requests per cell.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for open-loop arrivals.")] = 0,
-    slo: Annotated[list[str] | None, typer.Option("--slo", help="e.g. ttft_p95_ms=500 (repeatable).")] = None,
+    slos: option(P.SLOS) = P.SLOS.default,
     runs_dir: Annotated[str | None, typer.Option("--runs-dir", help="Where run directories go.")] = None,
     requests_log: Annotated[bool, typer.Option("--requests-log", help="Also write requests.jsonl.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the run directory.")] = False,
@@ -165,8 +160,8 @@ def simulate(
                   max_num_seqs, max_num_batched_tokens, block_size, kv_cache_gib, speculative, price_per_hour,
                   text_only)
     spec = run(lambda: spec_from_flags(preset=preset, concurrency=concurrency, context=context, rate=rate,
-                                       output_tokens=output_tokens, requests=requests, warmup=warmup, seed=seed,
-                                       slo=slo, workers=1))  # fmt: skip
+                                       output_tokens=output_tokens, requests=requests_per_cell, warmup=warmup,
+                                       seed=seed, slo=slos, workers=1))  # fmt: skip
     params, source = _params(calibration)
     summary = run(lambda: simulate_op(cfg, spec, params=params, params_source=source, root=runs_dir,
                                       write_requests=requests_log,

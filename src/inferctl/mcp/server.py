@@ -56,10 +56,11 @@ class InferctlServer(MCPServer):
         return await super().call_tool(name, arguments, context)
 
     async def list_tools(self) -> list[Any]:
-        """The SDK's tool list with compact output schemas (same validation, about a fifth fewer bytes)."""
-        from inferctl.mcp.schemas import compact_output
+        """The SDK's tool list with compact input schemas and compact, shallow output schemas (issue 14.6)."""
+        from inferctl.mcp.schemas import compact_input, compact_output
 
-        return [t.model_copy(update={"output_schema": compact_output(t.output_schema)}) if t.output_schema else t
+        return [t.model_copy(update={"input_schema": compact_input(t.input_schema),
+                                     "output_schema": compact_output(t.output_schema) if t.output_schema else None})
                 for t in await super().list_tools()]
 
 

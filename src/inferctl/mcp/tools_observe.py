@@ -9,7 +9,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
+from inferctl import params as P
 from inferctl.mcp.adapt import fmt, guard, in_thread, resolve, result, speak_tool
+from inferctl.mcp.params import arg
 from inferctl.mcp.policy import Policy, ToolSpec
 from inferctl.ops.diagnose import LogAnalysis, Remediation
 from inferctl.ops.health import HealthReport
@@ -27,10 +29,7 @@ TargetArg = Annotated[
           "target, or a deployment profile), or an http(s) URL of any vLLM server. Default: the configured default "
           "target, else 'local'."),
 ]
-ModelArg = Annotated[
-    str | None,
-    Field(max_length=300, description="Served model name; default: the first one served."),
-]
+ModelArg = arg(P.SERVED_MODEL)
 NamedTargetArg = Annotated[
     str | None,
     Field(max_length=300, description="A target name from list_targets ('local', a configured target, or a "

@@ -12,7 +12,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
+from inferctl import params as P
 from inferctl.mcp.adapt import fmt, guard, in_thread, in_thread_stoppable, resolve, result
+from inferctl.mcp.params import arg
 from inferctl.mcp.policy import ToolSpec
 from inferctl.mcp.tools_observe import ModelArg, TargetArg
 from inferctl.ops.bench import RunInfo
@@ -21,7 +23,7 @@ from inferctl.plan.memory import MemoryPlan
 from inferctl.plan.provenance import Provenance
 from inferctl.plan.workload import Workload
 
-RUN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$"  # an id, never a path
+RUN_PATTERN = P.RUN_PATTERN
 RunArg = Annotated[str, Field(pattern=RUN_PATTERN, description="A run id from list_runs or start_benchmark "
                               "('latest' = the newest), or a job id from start_benchmark.")]
 IntList = Annotated[list[Annotated[int, Field(ge=1, le=1_000_000)]], Field(min_length=1, max_length=16)]
@@ -179,14 +181,11 @@ async def start_benchmark(
                     "1..2048 users x 13 contexts - hours on a GPU.")] = None,
     concurrencies: Annotated[IntList | None, Field(description="Closed-loop users per cell, e.g. [1, 8, 64].")] = None,
     contexts: Annotated[IntList | None, Field(description="Prompt lengths in tokens, e.g. [128, 1024].")] = None,
-    output_tokens: Annotated[int | None, Field(ge=1, le=16384, description="Output tokens per request.")] = None,
-    requests_per_cell: Annotated[int | None, Field(ge=1, le=100_000, description="Measured requests per "
-                                                   "cell (default 4 x concurrency, at least 20).")] = None,
-    api: Annotated[Literal["chat", "completions"], Field(description="Which OpenAI API to load.")] = "chat",
-    slos: Annotated[list[Annotated[str, Field(max_length=40)]] | None, Field(
-        max_length=4, description="Goodput SLOs like 'ttft_p95_ms=500', 'tpot_p50_ms=50'.")] = None,
-    resume: Annotated[str | None, Field(pattern=RUN_PATTERN, description="Finish the missing cells of this "
-                                        "interrupted run instead (grid and target come from the run).")] = None,
+    output_tokens: arg(P.OUTPUT_TOKENS) = P.OUTPUT_TOKENS.default,
+    requests_per_cell: arg(P.REQUESTS_PER_CELL) = P.REQUESTS_PER_CELL.default,
+    api: arg(P.API) = P.API.default,
+    slos: arg(P.SLOS) = P.SLOS.default,
+    resume: arg(P.RESUME) = P.RESUME.default,
 ) -> Annotated[CallToolResult, BenchmarkStatus]:
     """Start a benchmark sweep (concurrency x context) in the background and return its run id at once.
 
@@ -275,10 +274,8 @@ async def list_runs(
 
 # -- planning -----------------------------------------------------------------------------------------
 
-ModelName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$",
-                                 description="Catalog model (gemma-4-12b, gemma-4-26b-moe...) or HF id.")]
-Accelerator = Annotated[str, Field(min_length=1, max_length=40, description="l4, rtx-pro-6000, a100-40, "
-                                   "a100-80, h100, h200, tpu-v5e, tpu-v6e, cpu.")]
+Model = arg(P.MODEL)
+Accelerator = arg(P.ACCELERATOR)
 
 
 class ConfigArgs(BaseModel):
@@ -303,14 +300,13 @@ def _config(a: ConfigArgs):
                         quant=a.quant, kv_dtype=a.kv_dtype, max_model_len=a.max_model_len)
 
 
-Count = Annotated[int, Field(ge=1, le=64, description="Devices (tensor parallel across them).")]
-Quant = Annotated[Literal["bf16", "fp8", "w4a16"], Field(description="Weight format (w4a16 = QAT/int4).")]
-KvDtype = Annotated[Literal["auto", "fp8"], Field(description="KV-cache dtype.")]
-MaxLen = Annotated[int | None, Field(ge=16, le=2_000_000, description="Context length (default: the model's).")]
-Speculative = Annotated[str | None, Field(max_length=60, description="mtp[:N], ngram[:N] or off.")]
-Price = Annotated[float | None, Field(ge=0, le=10_000, description="USD per device-hour, for cost per token.")]
-Profile = Annotated[str | None, Field(max_length=100, description="A deployment profile instead of the fields "
-                                      "above (see list_targets).")]
+Count = arg(P.COUNT)
+Quant = arg(P.QUANT)
+KvDtype = arg(P.KV_DTYPE)
+MaxLen = arg(P.MAX_MODEL_LEN)
+Speculative = arg(P.SPECULATIVE)
+Price = arg(P.PRICE_PER_HOUR)
+Profile = arg(P.PROFILE)
 
 
 class FleetRow(BaseModel):
@@ -359,17 +355,17 @@ def _fleet_brief(res, top: int) -> FleetBrief:
 
 @guard()
 async def plan_serving(
-    model: Annotated[ModelName | None, Field(description="Catalog model or HF id (or give profile).")] = None,
-    accelerator: Accelerator = "l4",
-    count: Count = 1,
-    quant: Quant = "bf16",
-    kv_dtype: KvDtype = "auto",
-    max_model_len: MaxLen = None,
-    speculative: Speculative = None,
-    price_per_hour: Price = None,
-    profile: Profile = None,
-    context: Annotated[int, Field(ge=1, le=2_000_000, description="Prompt tokens for the speed estimate.")] = 1024,
-    output_tokens: Annotated[int, Field(ge=1, le=65536, description="Output tokens for the estimate.")] = 256,
+    model: Model = P.MODEL.default,
+    accelerator: Accelerator = P.ACCELERATOR.default,
+    count: Count = P.COUNT.default,
+    quant: Quant = P.QUANT.default,
+    kv_dtype: KvDtype = P.KV_DTYPE.default,
+    max_model_len: MaxLen = P.MAX_MODEL_LEN.default,
+    speculative: Speculative = P.SPECULATIVE.default,
+    price_per_hour: Price = P.PRICE_PER_HOUR.default,
+    profile: Profile = P.PROFILE.default,
+    context: arg(P.PLAN_CONTEXT) = P.PLAN_CONTEXT.default,
+    output_tokens: arg(P.PLAN_OUTPUT_TOKENS) = P.PLAN_OUTPUT_TOKENS.default,
     workload: Annotated[Workload | None, Field(description="A workload (peak rate, lengths, SLOs, traffic shape, "
                                                "acceptable models): search the whole catalog for the cheapest "
                                                "deployments that meet it instead of planning one config.")] = None,
@@ -421,18 +417,18 @@ async def plan_serving(
 
 @guard()
 async def simulate_sweep(
-    model: Annotated[ModelName | None, Field(description="Catalog model or HF id (or give profile).")] = None,
-    accelerator: Accelerator = "l4",
-    count: Count = 1,
-    quant: Quant = "bf16",
-    kv_dtype: KvDtype = "auto",
-    max_model_len: MaxLen = None,
-    speculative: Speculative = None,
-    price_per_hour: Price = None,
-    profile: Profile = None,
+    model: Model = P.MODEL.default,
+    accelerator: Accelerator = P.ACCELERATOR.default,
+    count: Count = P.COUNT.default,
+    quant: Quant = P.QUANT.default,
+    kv_dtype: KvDtype = P.KV_DTYPE.default,
+    max_model_len: MaxLen = P.MAX_MODEL_LEN.default,
+    speculative: Speculative = P.SPECULATIVE.default,
+    price_per_hour: Price = P.PRICE_PER_HOUR.default,
+    profile: Profile = P.PROFILE.default,
     concurrencies: Annotated[IntList | None, Field(description="Users per cell (default [1,2,4,...,256]).")] = None,
     contexts: Annotated[IntList | None, Field(description="Prompt lengths (default [128, 1024]).")] = None,
-    output_tokens: Annotated[int, Field(ge=1, le=16384, description="Output tokens per request.")] = 128,
+    output_tokens: arg(P.OUTPUT_TOKENS) = P.OUTPUT_TOKENS.default,
 ) -> Annotated[CallToolResult, BenchmarkStatus]:
     """Predict a benchmark sweep on hardware you do not have, with the planner's simulator, and store it as a
     run (source: simulated) that reports and comparisons read like a measured one. Seconds, no load anywhere.
