@@ -75,7 +75,7 @@ OUTPUT_TOKENS = Param("output_tokens", int | None, "Output tokens per request (m
                       "else 128).", ge=1, le=65536)
 REQUESTS_PER_CELL = Param("requests_per_cell", int | None, "Minimum measured requests per cell (default "
                           "4 x concurrency, at least 20).", flags=("--requests", "--requests-per-cell", "-n"),
-                          ge=1, le=100_000)
+                          ge=1, le=10_000_000)  # a soak is 1,000,000 (benchmarks/soak.py)
 API = Param("api", str, "Which OpenAI API to load: chat or completions.", "chat", choices=("chat", "completions"))
 SLOS = Param("slos", list[str] | None, "Goodput SLOs like ttft_p95_ms=500 or tpot_p50_ms=50 (CLI: repeat --slo); "
              "goodput counts requests meeting every one.", flags=("--slo",), max_length=4, item_max_length=40)

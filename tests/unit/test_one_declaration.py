@@ -76,3 +76,10 @@ def test_an_older_flag_stays_an_alias():
     """requests_per_cell is the tool's name, and the CLI takes it too, next to `--requests` and `-n`."""
     requests = next(p for p in _command(("bench", "sweep")).params if p.name == "requests_per_cell")
     assert {"--requests-per-cell", "--requests", "-n"} <= set(requests.opts)
+
+
+def test_a_soak_of_a_million_requests_is_a_valid_cell():
+    """benchmarks/soak.py runs one cell of 1,000,000 requests: the shared bound must allow it on both faces."""
+    from inferctl.params import REQUESTS_PER_CELL
+
+    assert REQUESTS_PER_CELL.le is not None and REQUESTS_PER_CELL.le >= 1_000_000
