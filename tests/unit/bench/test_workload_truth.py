@@ -24,13 +24,7 @@ from inferctl.ops import bench as ops
 from inferctl.report.data import load_run
 from inferctl.report.findings import compute
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("INFERCTL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("INFERCTL_CONFIG", str(tmp_path / "config.toml"))
-    monkeypatch.setenv("INFERCTL_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.delenv("INFERCTL_TARGET", raising=False)
+pytestmark = pytest.mark.usefixtures("isolated")  # tests/unit/conftest.py
 
 
 def _sweep(url: str, tmp: Path, **kw) -> ops.SweepSummary:

@@ -20,13 +20,7 @@ from inferctl.errors import ConfigError
 URL = "http://127.0.0.1:9"
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("INFERCTL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("INFERCTL_CONFIG", str(tmp_path / "config.toml"))
-    monkeypatch.setenv("INFERCTL_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.delenv("INFERCTL_TARGET", raising=False)
-    monkeypatch.delenv("INFERCTL_DEBUG", raising=False)
+pytestmark = pytest.mark.usefixtures("isolated")  # tests/unit/conftest.py
 
 
 def invoke(*args: str):

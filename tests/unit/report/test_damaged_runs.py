@@ -19,14 +19,7 @@ from typer.testing import CliRunner
 from inferctl.bench.store import RunDamaged, RunDir
 from inferctl.cli.app import app
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("INFERCTL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("INFERCTL_CONFIG", str(tmp_path / "config.toml"))
-    monkeypatch.setenv("INFERCTL_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.delenv("INFERCTL_TARGET", raising=False)
-    monkeypatch.delenv("INFERCTL_DEBUG", raising=False)
+pytestmark = pytest.mark.usefixtures("isolated")  # tests/unit/conftest.py
 
 
 def invoke(*args: str):
