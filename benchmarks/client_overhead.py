@@ -10,9 +10,9 @@
    in arrival order; the first wave is the warm-up and is dropped). inferctl's p50 TTFT at
    concurrency 256 vs that truth, alternating with `vllm bench serve` for reference.
 
-    .venv/bin/python benchmarks/client_overhead.py [--concurrency 64] [--requests 3000] [--repeats 3] \
+    .venv/bin/python benchmarks/client_overhead.py [--concurrency 64,512] [--requests 3000] [--repeats 3] \
         [--workers 1,auto] [--ttft-ms 50 --itl-ms 20 --ttft-output-tokens 32 --ttft-concurrency 256] \
-        [--peers guidellm,aiperf]
+        [--peers guidellm,aiperf] [--out FILE]
 
 Peers: `vllm bench serve` (from the project's environment) and, with --peers, GuideLLM and AIPerf, each
 installed on first use into its own throwaway venv by benchmarks/peers.py (never into the project's
@@ -145,7 +145,7 @@ def run_vllm(url: str, conc: int, n: int, warmup: int, ctx: int, out: int, tmp: 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--concurrency", default="64", help="one or more, e.g. 64,512")
     ap.add_argument("--requests", type=int, default=3000)
     ap.add_argument("--context", type=int, default=32)
     ap.add_argument("--output-tokens", type=int, default=16)
@@ -161,6 +161,7 @@ def main() -> None:
     ap.add_argument("--peers", default="", help="also run these peers (each in its own venv): guidellm,aiperf")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-ttft", action="store_true")
+    ap.add_argument("--out", help="also write the JSON summary to this file (e.g. benchmarks/results/...)")
     args = ap.parse_args()
     peer_names = [p for p in args.peers.split(",") if p]
     for p in peer_names:
@@ -175,34 +176,47 @@ def main() -> None:
     med = statistics.median
 
     if not args.skip_throughput:
-        result["throughput"] = tp = {"concurrency": args.concurrency, "requests": args.requests,
-                                     "context": args.context, "output_tokens": args.output_tokens}
+        # One table for every concurrency asked (e.g. 64,512), all from this one run.
+        result["throughput"] = by_conc = {}
         fake, url = start_fake(0)
         try:
-            ours: dict[str, list] = {w: [] for w in args.workers.split(",")}
-            theirs = []
-            others: dict[str, list] = {p: [] for p in peer_names}
-            for _ in range(args.repeats):
-                for w in ours:
-                    ours[w].append(run_inferctl(url, args.concurrency, args.requests, args.concurrency,
-                                                args.context, args.output_tokens, tmp, w))
-                if not args.skip_vllm:
-                    theirs.append(run_vllm(url, args.concurrency, args.requests, args.concurrency, args.context,
-                                           args.output_tokens, tmp, tokenizer))
+            for conc in (int(c) for c in args.concurrency.split(",")):
+                by_conc[str(conc)] = tp = {"concurrency": conc, "requests": args.requests,
+                                           "context": args.context, "output_tokens": args.output_tokens}
+                ours: dict[str, list] = {w: [] for w in args.workers.split(",")}
+                theirs = []
+                others: dict[str, list] = {p: [] for p in peer_names}
+                for _ in range(args.repeats):
+                    for w in ours:
+                        ours[w].append(run_inferctl(url, conc, args.requests, conc, args.context,
+                                                    args.output_tokens, tmp, w))
+                    if not args.skip_vllm:
+                        theirs.append(run_vllm(url, conc, args.requests, conc, args.context, args.output_tokens,
+                                               tmp, tokenizer))
+                    for p, runs_p in others.items():
+                        runs_p.append(PEER_RUNNERS[p](url, conc, args.requests, conc, args.context,
+                                                      args.output_tokens, tmp, tokenizer))
+                tp["inferctl_runs"], tp["vllm_runs"] = ours, theirs
                 for p, runs_p in others.items():
-                    runs_p.append(PEER_RUNNERS[p](url, args.concurrency, args.requests, args.concurrency,
-                                                  args.context, args.output_tokens, tmp, tokenizer))
-            tp["inferctl_runs"], tp["vllm_runs"] = ours, theirs
-            for p, runs_p in others.items():
-                tp[f"{p}_runs"] = runs_p
-                tp[f"{p}_req_per_s"] = med(r["req_per_s"] for r in runs_p)
-                tp[f"{p}_cpu_ms_per_req"] = med(r["client_cpu_ms_per_req"] for r in runs_p)
-            if theirs:
-                tp["vllm_req_per_s"] = med(r["req_per_s"] for r in theirs)
-            for w, runs in ours.items():
-                tp[f"inferctl_workers_{w}_req_per_s"] = rate = med(r["req_per_s"] for r in runs)
+                    tp[f"{p}_runs"] = runs_p
+                    tp[f"{p}_req_per_s"] = med(r["req_per_s"] for r in runs_p)
+                    tp[f"{p}_cpu_ms_per_req"] = med(r["client_cpu_ms_per_req"] for r in runs_p)
                 if theirs:
-                    tp[f"ratio_workers_{w}"] = round(rate / tp["vllm_req_per_s"], 2)
+                    tp["vllm_req_per_s"] = med(r["req_per_s"] for r in theirs)
+                    tp["vllm_cpu_ms_per_req"] = med(r["client_cpu_ms_per_req"] for r in theirs)
+                peer_rates = {name: tp[f"{name}_req_per_s"] for name in ["vllm", *peer_names]
+                              if f"{name}_req_per_s" in tp}
+                fastest = max(peer_rates, key=peer_rates.get) if peer_rates else None
+                for w, runs in ours.items():
+                    tp[f"inferctl_workers_{w}_req_per_s"] = rate = med(r["req_per_s"] for r in runs)
+                    tp[f"inferctl_workers_{w}_cpu_ms_per_req"] = med(r["client_cpu_ms_per_req"] for r in runs)
+                    if theirs:
+                        tp[f"ratio_workers_{w}"] = round(rate / tp["vllm_req_per_s"], 2)
+                    if fastest:
+                        tp[f"ratio_workers_{w}_vs_fastest_peer"] = round(rate / peer_rates[fastest], 2)
+                tp["fastest_peer"] = fastest
+                print(json.dumps({"concurrency": conc, **{k: v for k, v in tp.items() if not k.endswith("_runs")}}),
+                      file=sys.stderr, flush=True)
         finally:
             fake.terminate()
             fake.wait()
@@ -242,7 +256,10 @@ def main() -> None:
             fake.wait()
     result["load_avg_end"] = os.getloadavg()
     shutil.rmtree(tmp, ignore_errors=True)
-    print(json.dumps(result, indent=2))
+    text = json.dumps(result, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,8 @@ def _env(venv_exe: Path, offline: bool) -> dict:
 def _run(cmd: list[str], exe: Path, cwd: str, what: str, timeout: float, offline: bool = True) -> None:
     # AIPerf 0.13 in offline mode looks a local tokenizer path up in the hub cache and fails; given an
     # absolute path it loads it from disk without any network (offline=False).
+    if os.environ.get("NICE"):  # the same scheduling priority client_overhead.py gives inferctl and vLLM
+        cmd = ["nice", "-n", os.environ["NICE"], *cmd]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=_env(exe, offline), timeout=timeout)
     if res.returncode:
         raise SystemExit(f"{what} failed ({res.returncode}): {' '.join(cmd)}\n{res.stdout[-2000:]}\n"
