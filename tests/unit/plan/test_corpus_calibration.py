@@ -192,7 +192,7 @@ def test_cli_corpus_mode_fits_one_accelerator_and_writes_parameters(tmp_path) ->
 @pytest.mark.parametrize("args, message", [
     (["calibrate", "--corpus", "latest"], "Pass measured runs or --corpus, not both."),
     (["calibrate"], "Name at least one measured run, or pass --corpus."),
-    (["calibrate", "--corpus", "--accelerator", "h200"], "The measurement corpus has no entries for h200."),
+    (["calibrate", "--corpus", "--accelerator", "tpu-v5e"], "The measurement corpus has no entries for tpu-v5e."),
     (["calibrate", "--corpus", "--accelerator", "nosuch"], "Unknown accelerator 'nosuch'"),
 ])  # fmt: skip
 def test_cli_corpus_bad_input_is_one_line(args, message) -> None:
