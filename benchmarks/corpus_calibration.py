@@ -153,6 +153,8 @@ def write_catalog(result: dict) -> list[str]:
         if m is None:
             raise SystemExit(f"{CATALOG} has no [{name}] table.")
         command = result.get("command", "python benchmarks/corpus_calibration.py")
+        if "prior" not in row:  # no usable entry (e.g. h200: no prompt length stated): nothing was measured
+            continue
         block = catalog_blocks(name, row, result["date"], command)
         text = text[: m.end()].rstrip("\n") + "\n\n" + block.rstrip("\n") + "\n" + text[m.end():]
         if row.get("ships"):
