@@ -2,9 +2,10 @@
 
 Phase 1 (``measure``): start the real local vLLM (CPU) once per case, sequentially, and run an
 `inferctl bench sweep` grid against each (concurrency 1,4,16 x context 128,1024, 32 output tokens,
-unless GRIDS says otherwise):
+unless GRIDS says otherwise: A also at 2048, so the fit sees a prompt as long as D's longest - with A's
+head dims, not D's size, layer pattern or max_num_seqs):
 
-    A  the stock tiny Gemma 4 (hidden 64, 4 layers)                         fit
+    A  the stock tiny Gemma 4 (hidden 64, 4 layers), contexts 128,1024,2048 fit
     B  hidden 256, 8 layers, wider heads                                     fit (with A)
     C  A with --max-num-seqs 4                                               held out
     D  hidden 128, 6 layers (another layer pattern), --max-num-seqs 8,
@@ -12,9 +13,10 @@ unless GRIDS says otherwise):
     E  hidden 384, 10 layers, 6 heads, window 256 (beyond B)                 held out
 
 Phase 2 (``analyze``): `inferctl calibrate` on A alone (one size: the old way) and on A and B jointly
-(two sizes: also fits how compute efficiency grows with matrix size), then simulate every case the fit
-did not see with the fitted parameters and compare each cell with the measurement (signed error of
-req/s, output tok/s, p50 TTFT, p50 TPOT; median, worst and mean absolute per case).
+(two sizes: also fits how compute efficiency grows with matrix size and attention's own, head-dim-driven
+rate), then simulate every case the fit did not see with the fitted parameters and compare each cell with
+the measurement (signed error of req/s, output tok/s, p50 TTFT, p50 TPOT; median, worst and mean absolute
+per case). The fit's own per-cell (in-sample) errors are kept too.
 
     .venv/bin/python -m benchmarks.calibration_transfer measure --workdir /tmp/calib
     .venv/bin/python -m benchmarks.calibration_transfer analyze --workdir /tmp/calib
@@ -30,6 +32,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from tests.integration.plan_engines import EngineCase, free_port, start_case
@@ -53,7 +56,8 @@ CASES = {
     "D": EngineCase("calib-d", overrides=MID, max_model_len=4096, kv_space_gib=1, max_num_seqs=8),
     "E": EngineCase("calib-e", overrides=LARGE, max_model_len=4096, kv_space_gib=1),
 }
-GRIDS = {"D": ["--concurrency", "1,4,16", "--context", "256,2048", "--output-tokens", "32"]}
+GRIDS = {"A": ["--concurrency", "1,4,16", "--context", "128,1024,2048", "--output-tokens", "32"],
+         "D": ["--concurrency", "1,4,16", "--context", "256,2048", "--output-tokens", "32"]}
 
 
 def measure(workdir: Path, port: int, only: list[str]) -> None:
@@ -65,6 +69,10 @@ def measure(workdir: Path, port: int, only: list[str]) -> None:
             continue
         state = start_case(case, workdir, port or free_port())
         load0 = os.getloadavg()
+        samples: list[float] = []  # 1-minute load average every 15 s while the sweep runs
+        stop = threading.Event()
+        sampler = threading.Thread(target=_sample_load, args=(samples, stop), daemon=True)
+        sampler.start()
         try:
             out = subprocess.run(
                 [str(Path(sys.executable).with_name("inferctl")), "bench", "sweep", "--url", state.url,
@@ -73,10 +81,20 @@ def measure(workdir: Path, port: int, only: list[str]) -> None:
             )  # fmt: skip
             path = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
             (workdir / f"run-{key}.txt").write_text(path + "\n")
-            (workdir / f"load-{key}.txt").write_text(f"{load0} -> {os.getloadavg()}\n")  # host load during the sweep
+            stop.set()
+            sampler.join()
+            spread = (f"; 1-min load while sweeping: min {min(samples):.2f}, median {statistics.median(samples):.2f}, "
+                      f"max {max(samples):.2f} ({len(samples)} samples)") if samples else ""  # fmt: skip
+            (workdir / f"load-{key}.txt").write_text(f"{load0} -> {os.getloadavg()}{spread}\n")  # host load
             print(key, path, out.stderr[-500:], flush=True)
         finally:
+            stop.set()
             engine.terminate(state)
+
+
+def _sample_load(samples: list[float], stop: threading.Event, every: float = 15.0) -> None:
+    while not stop.wait(every):
+        samples.append(os.getloadavg()[0])
 
 
 def _cells(path: str) -> dict:
@@ -140,7 +158,9 @@ def analyze(workdir: Path, out: Path, fits: list[str]) -> None:
         cal = calibrate_runs([run[k] for k in keys], accelerator="cpu", max_model_len=4096, kv_cache_gib=1.0,
                              out=workdir / f"calibration-{name.replace('+', '')}.json")  # fmt: skip
         entry = {"fit_on": keys, "params": cal.params.model_dump(),
-                 "fit_errors": {k: v.model_dump() for k, v in cal.errors.items()}, "predicted": {}}
+                 "fit_errors": {k: v.model_dump() for k, v in cal.errors.items()},
+                 "fit_cells": [{"cell": c.cell, **{m: c.errors.get(m) for m in METRICS}} for c in cal.cells],
+                 "predicted": {}}
         for key, case in CASES.items():
             if key in keys or key not in run:
                 continue

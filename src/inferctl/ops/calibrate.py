@@ -106,7 +106,8 @@ def calibrate_runs(run_refs: list[str], *, root: str | Path | None = None, out: 
 
     Each run is simulated with its own model (the run's, unless ``model`` is given - only allowed for one
     run) and grid; the other settings apply to every run. Runs of two or more model sizes also fit how
-    compute efficiency grows with matrix size (``compute_half_hidden``). Writes the parameters and a
+    compute efficiency grows with matrix size (``compute_half_hidden``) and attention's own rate
+    (``attention_efficiency``, ``attention_half_head_dim``). Writes the parameters and a
     heatmap per run; with several runs cells are named ``<run>/<cell>``.
     """
     if not run_refs:
@@ -128,7 +129,8 @@ def calibrate_runs(run_refs: list[str], *, root: str | Path | None = None, out: 
         spec = SweepSpec.model_validate(meta.grid)
         measured = [c for c in store.cells() if c.status == "complete" and c.metrics.ok > 0]
         groups.append(FitGroup(engine_for=partial(SimEngine, resolved), spec=spec, measured=measured,
-                               hidden_size=resolved.model.hidden_size))  # fmt: skip
+                               hidden_size=resolved.model.hidden_size,
+                               head_dims=sorted({la.head_dim for la in resolved.model.layers})))  # fmt: skip
         specs.append(spec)
         configs.append(cfg)
         resolved_all.append(resolved)

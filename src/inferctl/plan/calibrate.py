@@ -6,8 +6,10 @@ error of four per-cell figures: request throughput, output token throughput, p50
 evaluation re-simulates the measured cells with the same load the bench used (its grid is in meta.json).
 Several runs (:func:`fit_groups`) are fitted jointly; when they cover two or more model sizes a seventh
 parameter, ``compute_half_hidden`` (how matmul efficiency grows with the hidden size), is fitted as well -
-one size cannot tell it from compute_efficiency. The error of each cell and the MAPE per metric are the
-calibration's report; docs/planner.md states the error measured on the local engine.
+one size cannot tell it from compute_efficiency - and so are the attention kernel's own rate
+(``attention_efficiency``, ``attention_half_head_dim``: attention speed follows the head dim, not the
+hidden size). The error of each cell and the MAPE per metric are the calibration's report; docs/planner.md
+states the error measured on the local engine.
 """
 
 from __future__ import annotations
@@ -32,9 +34,14 @@ _FIELDS = ("bw_efficiency", "compute_efficiency", "step_overhead_ms", "per_seq_o
 # Fitted only when the measured runs cover two or more model sizes (one size cannot separate it from
 # compute_efficiency); it has no prior, so it is not pulled.
 _SIZE_FIELD = "compute_half_hidden"
+# Fitted with it: attention's own rate and how it grows with the head dim. Two sizes differ in head dims and
+# in how much of a long prefill is attention, which separates attention from matmul cost; unpulled too.
+_ATTN_FIELDS = ("attention_efficiency", "attention_half_head_dim")
 _FLOOR = {"bw_efficiency": 1e-3, "compute_efficiency": 1e-3, "step_overhead_ms": 1e-3, "per_seq_overhead_ms": 1e-4,
-          "request_overhead_ms": 1e-3, "per_token_us": 1e-3, _SIZE_FIELD: 1.0}  # fmt: skip
-_CEIL = {"bw_efficiency": 1.5, "compute_efficiency": 1.5}
+          "request_overhead_ms": 1e-3, "per_token_us": 1e-3, _SIZE_FIELD: 1.0, "attention_efficiency": 1e-3,
+          "attention_half_head_dim": 1.0}  # fmt: skip
+_CEIL = {"bw_efficiency": 1.5, "compute_efficiency": 1.5, "attention_efficiency": 1.5,
+         "attention_half_head_dim": 4096.0}  # fmt: skip
 
 
 def cell_figures(cell: CellResult) -> dict[str, float | None]:
@@ -163,6 +170,8 @@ class FitGroup(BaseModel, arbitrary_types_allowed=True):
     spec: SweepSpec
     measured: list[CellResult]
     hidden_size: int = Field(description="The measured model's hidden size (decides whether size can be fitted).")
+    head_dims: list[int] = Field(default_factory=list, description="The measured model's attention head dims "
+                                 "(where the attention curve's fit starts).")
 
 
 def fit(engine_for: Callable[[PerfParams], object], spec: SweepSpec, measured: list[CellResult],
@@ -180,21 +189,25 @@ def fit_groups(groups: list[FitGroup], start: PerfParams, prior_weight: float = 
     The loss is the mean squared log error over every figure of every cell of every run, plus the pull
     towards ``start``. When the runs cover two or more model hidden sizes, ``compute_half_hidden`` (how
     matmul efficiency grows with matrix size) is fitted too, unpulled, starting at the geometric mean of
-    the sizes; with one size it stays at ``start``'s value. ``iters`` caps the Nelder-Mead iterations
-    (default 220, plus 40 when the size is fitted too). ``robust`` minimises the mean *absolute* log
-    error instead (the median's loss: a few cells far off - a queue-dominated TTFT - do not drag every
-    other figure); ``ceil`` overrides the efficiency ceilings (default 1.5); ``only`` fits just those of
-    the six parameters (the others, and ``compute_half_hidden``, keep ``start``'s values).
+    the sizes, and so is attention's own rate (``attention_efficiency`` from compute_efficiency,
+    ``attention_half_head_dim`` from the geometric mean of the runs' head dims); with one size they stay at
+    ``start``'s values. ``iters`` caps the Nelder-Mead iterations (default 220, plus 40 per extra field).
+    ``robust`` minimises the mean *absolute* log error instead (the median's loss: a few cells far off - a
+    queue-dominated TTFT - do not drag every other figure); ``ceil`` overrides the efficiency ceilings
+    (default 1.5); ``only`` fits just those of the six parameters (the others, ``compute_half_hidden`` and
+    the attention pair keep ``start``'s values).
     """
     if not any(g.measured for g in groups):
         raise ConfigError("The run has no complete cells to calibrate on.")
     sizes = sorted({g.hidden_size for g in groups if g.measured and g.hidden_size > 0}) if only is None else []
     base = _FIELDS if only is None else tuple(k for k in _FIELDS if k in only)
-    fields = base + ((_SIZE_FIELD,) if len(sizes) >= 2 else ())
+    fields = base + ((_SIZE_FIELD, *_ATTN_FIELDS) if len(sizes) >= 2 else ())
     x0 = [math.log(max(getattr(start, k), _FLOOR[k] * 10)) for k in base]
     if len(sizes) >= 2:
         h0 = start.compute_half_hidden or math.exp(statistics.fmean(math.log(h) for h in sizes))
-        x0.append(math.log(h0))
+        dims = sorted({d for g in groups for d in g.head_dims}) or [64]
+        d0 = start.attention_half_head_dim or math.exp(statistics.fmean(math.log(d) for d in dims))
+        x0 += [math.log(h0), math.log(start.attention_efficiency or start.compute_efficiency), math.log(d0)]
     pulled = len(base)
 
     def objective(x: list[float]) -> float:

@@ -10,7 +10,15 @@ One vLLM step runs every scheduled token through the model once. Its time is
   (tied embeddings, read whenever a sequence samples), the KV every sequence attends to (sliding
   layers at most their window; KV-shared layers read their target's KV again) and the KV written.
 * FLOPs: 2 x active linear parameters per token, the LM head per sampling sequence, attention
-  4 x heads x head_dim per (query token, attended token) pair.
+  4 x heads x head_dim per (query token, attended token) pair (QK^T and PV; sliding layers at most their
+  window of pairs).
+* attention runs at its own rate when ``attention_efficiency`` is set: peak x attention_efficiency x
+  d / (d + attention_half_head_dim) for a layer of head dim d. Its kernels are not the model's matmuls:
+  each (query, key) pair per head is a dot product and an accumulation of length d plus a softmax step
+  whose cost does not shrink with d, so the rate depends on the head dim and not on the hidden size (the
+  CPU build's paged attention kernel; on GPUs/TPUs flash attention runs near matmul speed, and 0, the
+  default, charges attention at the matmul rate as before). Internally attention FLOPs are rescaled to
+  matmul-equivalent FLOPs, so one compute term still meets the bandwidth term in the roofline.
 * decode at small batch is bandwidth-bound (weights dominate); long prefills are compute-bound.
 * speculative decoding: the verifier scores 1 + k tokens per sequence (k x more FLOPs, the same
   weight reads), the MTP assistant runs k small steps, n-gram lookup is nearly free; a step
@@ -56,10 +64,34 @@ class PerfParams(BaseModel):
         "activations); 0 = efficiency independent of size. Only a fit on two or more model sizes can set it."
     )
 
+    attention_efficiency: float = Field(
+        default=0.0, ge=0, le=1.5, description="Achieved fraction of peak FLOP/s in the attention kernel's score "
+        "and value products (QK^T, PV) at large head dims; 0 = attention runs at the matmul rate of the model's "
+        "hidden size (the GPU/TPU priors). The CPU build's attention kernel is not a matmul: its speed follows "
+        "the head dim and the number of (query, key) pairs, not the hidden size. Fitted on two or more sizes."
+    )
+    attention_half_head_dim: float = Field(
+        default=0.0, ge=0, description="Head dim at which the attention rate reaches half of attention_efficiency: "
+        "per (query, key) pair and head the kernel does 4 x head_dim FLOPs plus softmax work that does not "
+        "shrink with the head dim (max, exp, rescaling), i.e. this many head-dim units of fixed cost. Used only "
+        "with attention_efficiency > 0."
+    )
+
     def effective_compute_efficiency(self, hidden_size: int) -> float:
         """compute_efficiency at a model's hidden size (the saturating curve)."""
         h0 = self.compute_half_hidden
         return self.compute_efficiency * (hidden_size / (hidden_size + h0) if h0 > 0 else 1.0)
+
+    def attention_cost_factor(self, head_dim: int, hidden_size: int) -> float:
+        """Attention FLOPs of a layer with ``head_dim`` in matmul-equivalent FLOPs (matmul rate / attention rate).
+
+        1.0 exactly when ``attention_efficiency`` is 0 (attention at the matmul rate: predictions unchanged).
+        """
+        if self.attention_efficiency <= 0:
+            return 1.0
+        d0 = self.attention_half_head_dim
+        rate = self.attention_efficiency * (head_dim / (head_dim + d0) if d0 > 0 else 1.0)
+        return self.effective_compute_efficiency(hidden_size) / rate
 
     @classmethod
     def prior(cls, r: Resolved) -> PerfParams:
@@ -116,7 +148,8 @@ class StepModel:
         heads = max(1, m.num_heads // tp)
         for layer in m.layers:
             read = 2 * kv_heads_per_rank(layer.num_kv_heads, tp) * layer.head_dim * kv_b
-            flops = 4.0 * heads * layer.head_dim
+            # per (query, key) pair; in matmul-equivalent FLOPs when attention has its own rate
+            flops = 4.0 * heads * layer.head_dim * params.attention_cost_factor(layer.head_dim, m.hidden_size)
             if layer.attention == "full":
                 self.read_full += read
                 self.attn_full += flops
