@@ -152,9 +152,9 @@ def write_catalog(result: dict) -> list[str]:
         m = re.search(rf"^\[{re.escape(name)}\]\n.*?(?=\n\[|\Z)", text, flags=re.S | re.M)
         if m is None:
             raise SystemExit(f"{CATALOG} has no [{name}] table.")
-        command = result.get("command", "python benchmarks/corpus_calibration.py")
         if "prior" not in row:  # no usable entry (e.g. h200: no prompt length stated): nothing was measured
             continue
+        command = result.get("command", "python benchmarks/corpus_calibration.py")
         block = catalog_blocks(name, row, result["date"], command)
         text = text[: m.end()].rstrip("\n") + "\n\n" + block.rstrip("\n") + "\n" + text[m.end():]
         if row.get("ships"):

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from inferctl.errors import ConfigError
 
@@ -105,7 +105,15 @@ class CorpusFile(_Strict):
 class ModelConfig(_Strict):
     source: str = Field(description="Where the config.json fields were read.")
     family: str | None = None
-    config: dict[str, Any]
+    config: dict[str, Any] | None = None
+    catalog: str | None = Field(default=None, description="The model catalog's name for the same architecture "
+                                "(a re-quantized or renamed checkpoint), instead of a copy of its config fields.")
+
+    @model_validator(mode="after")
+    def _one_description(self) -> ModelConfig:
+        if (self.config is None) == (self.catalog is None):
+            raise ValueError("give either config (config.json fields) or catalog (a model catalog name)")
+        return self
 
 
 def parse_file(name: str, text: str) -> CorpusFile:
@@ -166,7 +174,9 @@ def corpus_models() -> dict[str, ModelConfig]:
 def model_ref(model: str, cache_dir: Path) -> str | None:
     """A model reference ``load_model`` accepts for a corpus model, or None when it cannot be described.
 
-    Catalog models are returned as they are; models in ``models.toml`` are written as a config.json under
+    Catalog models are returned as they are, and so is the catalog name a ``models.toml`` entry points to
+    (``catalog = ...``: the same architecture under another id, e.g. a re-quantized checkpoint, whose weight
+    formats are the catalog model's); other ``models.toml`` models are written as a config.json under
     ``cache_dir`` (the planner reads checkpoints by directory).
     """
     from inferctl.catalog.models import load_model
@@ -179,6 +189,8 @@ def model_ref(model: str, cache_dir: Path) -> str | None:
     mc = corpus_models().get(model.lower())
     if mc is None:
         return None
+    if mc.catalog is not None:
+        return mc.catalog
     d = cache_dir / model.replace("/", "--")
     d.mkdir(parents=True, exist_ok=True)
     (d / "config.json").write_text(json.dumps(mc.config), encoding="utf-8")

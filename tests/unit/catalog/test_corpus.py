@@ -37,6 +37,26 @@ def test_every_measured_model_can_be_described(tmp_path) -> None:
         assert load_model(ref).num_layers > 0
 
 
+
+def test_a_requantized_checkpoint_is_described_by_its_catalog_model(tmp_path) -> None:
+    """models.toml points a re-quantized checkpoint at the catalog entry instead of copying its fields, so the
+    catalog's weight formats (fp8 here) apply and nothing can drift apart."""
+    from pydantic import ValidationError
+
+    from inferctl.catalog.corpus import ModelConfig
+    from inferctl.plan.corpus_fit import entry_group
+
+    assert model_ref("RedHatAI/gemma-4-31B-it-FP8-block", tmp_path) == "gemma-4-31b"
+    h200 = [e for e in load_corpus() if e.model == "RedHatAI/gemma-4-31B-it-FP8-block"]
+    assert h200 and all(e.weight_format == "fp8" for e in h200)
+    # What still keeps these entries out of a fit is the unstated prompt length, not the model or its format.
+    with pytest.raises(ConfigError, match="prompt and output lengths"):
+        entry_group(h200[0], tmp_path)
+    for bad in ({"source": "s"}, {"source": "s", "catalog": "gemma-4-31b", "config": {"model_type": "x"}}):
+        with pytest.raises(ValidationError, match="either config"):
+            ModelConfig.model_validate(bad)
+
+
 BAD = """
 [source]
 id = "x"
